@@ -1,0 +1,28 @@
+"""Install the phil_bringup package."""
+
+from glob import glob
+
+from setuptools import find_packages, setup
+
+PACKAGE = 'phil_bringup'
+
+setup(
+    name=PACKAGE,
+    version='0.1.0',
+    packages=find_packages(exclude=['test']),
+    data_files=[
+        ('share/ament_index/resource_index/packages', [f'resource/{PACKAGE}']),
+        (f'share/{PACKAGE}', ['package.xml']),
+        (f'share/{PACKAGE}/config', glob('config/*.yaml')),
+        (f'share/{PACKAGE}/launch', glob('launch/*.py')),
+    ],
+    install_requires=['setuptools'],
+    zip_safe=True,
+    maintainer='Phil maintainers',
+    maintainer_email='phil-maintainers@kist.re.kr',
+    description='See package.xml.',
+    license='Apache-2.0',
+    entry_points={
+        'console_scripts': [],
+    },
+)

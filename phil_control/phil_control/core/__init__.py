@@ -1,0 +1,1 @@
+"""ROS-free core of phil_control: importable and testable without rclpy."""

@@ -1,0 +1,1 @@
+"""Phil description package: URDF, kit, poses and the robot model API."""

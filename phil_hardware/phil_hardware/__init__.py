@@ -1,0 +1,1 @@
+"""Phil hardware package."""

@@ -1,0 +1,1 @@
+"""ROS-free core of phil_hardware: importable and testable without rclpy."""

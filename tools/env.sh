@@ -1,0 +1,31 @@
+# Source me (bash): the workspace environment = venv + ROS 2 + the built workspace.
+# Used by the Makefile targets; also handy in a shell: `source tools/env.sh`.
+
+_phil_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+_phil_venv=$_phil_root/.venv
+
+# shellcheck disable=SC1091
+source "$_phil_venv/bin/activate"
+
+if [ -z "${ROS_DISTRO:-}" ]; then
+  # ROS 2 from PyPI wheels: the venv is the underlay.
+  export AMENT_PREFIX_PATH=$_phil_venv${AMENT_PREFIX_PATH:+:$AMENT_PREFIX_PATH}
+  export CMAKE_PREFIX_PATH=$_phil_venv${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}
+  export RMW_IMPLEMENTATION=${RMW_IMPLEMENTATION:-rmw_fastrtps_cpp}
+fi
+
+if [ -z "${PHIL_ENV_BUILDING:-}" ] && [ -f "$_phil_root/install/setup.bash" ]; then
+  # shellcheck disable=SC1091
+  source "$_phil_root/install/setup.bash"
+  # Sourcing the workspace drops the venv from AMENT_PREFIX_PATH; put it back.
+  case ":$AMENT_PREFIX_PATH:" in
+    *":$_phil_venv:"*) ;;
+    *) [ -z "${ROS_DISTRO:-}" ] && export AMENT_PREFIX_PATH=$AMENT_PREFIX_PATH:$_phil_venv ;;
+  esac
+fi
+
+# Keep DDS discovery on this machine (Jazzy/Kilted and Humble spellings).
+export ROS_AUTOMATIC_DISCOVERY_RANGE=${ROS_AUTOMATIC_DISCOVERY_RANGE:-LOCALHOST}
+if [ "${ROS_DISTRO:-}" = humble ]; then export ROS_LOCALHOST_ONLY=${ROS_LOCALHOST_ONLY:-1}; fi
+export PYTHONUNBUFFERED=1
+unset _phil_root _phil_venv
