@@ -17,12 +17,15 @@ setup(
         (f'share/{PACKAGE}/launch', glob('launch/*.py')),
     ],
     install_requires=['setuptools'],
+    tests_require=['pytest'],
     zip_safe=True,
     maintainer='Phil maintainers',
     maintainer_email='phil-maintainers@kist.re.kr',
     description='See package.xml.',
     license='Apache-2.0',
     entry_points={
-        'console_scripts': [],
+        'console_scripts': [
+            'phil_launch = phil_bringup.launcher:main',
+        ],
     },
 )

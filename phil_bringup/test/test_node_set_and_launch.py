@@ -1,0 +1,56 @@
+"""robot.launch.py and the launcher serve one node set whose executables and files exist.
+
+launch_ros is not installable on every machine, so the launch file is checked as source:
+it parses, it builds its nodes from NODE_SET, and everything NODE_SET names is installed.
+"""
+
+import ast
+import os
+from pathlib import Path
+
+import pytest
+from workspace import ROOT
+
+from phil_bringup.core.node_set import NODE_SET, nodes_for
+
+LAUNCH_FILE = ROOT / 'phil_bringup' / 'launch' / 'robot.launch.py'
+
+
+def installed_prefix(package: str) -> Path:
+    from ament_index_python.packages import get_package_prefix
+
+    return Path(get_package_prefix(package))
+
+
+def test_launch_file_is_valid_python_built_from_the_node_set():
+    tree = ast.parse(LAUNCH_FILE.read_text(), filename=str(LAUNCH_FILE))
+    imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                for alias in node.names}
+    assert 'NODE_SET' in imported
+    functions = {node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
+    assert 'generate_launch_description' in functions
+    arguments = {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant)}
+    assert {'sim', 'rviz'} <= arguments
+
+
+def test_every_node_of_the_set_is_an_installed_executable():
+    if 'AMENT_PREFIX_PATH' not in os.environ:
+        pytest.skip('workspace not built/sourced')
+    for spec in NODE_SET:
+        executable = installed_prefix(spec.package) / 'lib' / spec.package / spec.executable
+        assert executable.is_file() and os.access(executable, os.X_OK), executable
+
+
+def test_every_parameter_file_exists_and_configures_its_node():
+    import yaml
+
+    for spec in NODE_SET:
+        if spec.parameter_file:
+            path = ROOT / 'phil_bringup' / 'config' / spec.parameter_file
+            assert path.is_file(), path
+            assert 'ros__parameters' in yaml.safe_load(path.read_text())[spec.name]
+
+
+def test_real_robot_set_excludes_simulator_processes():
+    assert all(not spec.sim_only for spec in nodes_for(sim=False))
+    assert len(nodes_for(sim=True)) >= len(nodes_for(sim=False))

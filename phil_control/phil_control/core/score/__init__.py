@@ -1,0 +1,83 @@
+"""Score core of phil_control (no ROS): instrument table, score text format, play lists, windows.
+
+Modules:
+    instruments: Drum ids, HIT instrument names and the HIT hand rule.
+    model: `ScoreEvent`, `Score`, `BpmChange`, `Terminator`, `ScoreError`.
+    parser: `parse_score`, `load_score` and the writer `format_score`.
+    playlist: YAML play lists (project) and upstream `play_list.json`.
+    windows: Sliding look-ahead windows, sample counts with carry, playback speed.
+"""
+
+from __future__ import annotations
+
+from phil_control.core.score.instruments import (
+    HIT_INSTRUMENT_IDS,
+    SCORE_DRUM_NAMES,
+    Hand,
+    HitAssignment,
+    UnknownInstrumentError,
+    coordinate_id,
+    drum_name,
+    hit_assignment,
+    hit_hand,
+    hit_instrument_id,
+)
+from phil_control.core.score.model import BpmChange, Score, ScoreError, ScoreEvent, Terminator
+from phil_control.core.score.parser import format_score, load_score, parse_score
+from phil_control.core.score.playlist import (
+    PlayList,
+    PlayListEntry,
+    PlayListError,
+    load_play_list,
+    load_upstream_play_list,
+)
+from phil_control.core.score.windows import (
+    SampleCount,
+    SpeedError,
+    Window,
+    build_windows,
+    count_samples,
+    count_window_samples,
+    make_dummy_event,
+    normalize_speed,
+    score_time_step_s,
+    score_to_wall_time,
+    wall_to_score_time,
+)
+
+__all__ = [
+    'HIT_INSTRUMENT_IDS',
+    'SCORE_DRUM_NAMES',
+    'BpmChange',
+    'Hand',
+    'HitAssignment',
+    'PlayList',
+    'PlayListEntry',
+    'PlayListError',
+    'SampleCount',
+    'Score',
+    'ScoreError',
+    'ScoreEvent',
+    'SpeedError',
+    'Terminator',
+    'UnknownInstrumentError',
+    'Window',
+    'build_windows',
+    'coordinate_id',
+    'count_samples',
+    'count_window_samples',
+    'drum_name',
+    'format_score',
+    'hit_assignment',
+    'hit_hand',
+    'hit_instrument_id',
+    'load_play_list',
+    'load_score',
+    'load_upstream_play_list',
+    'make_dummy_event',
+    'normalize_speed',
+    'parse_score',
+    'score_time_step_s',
+    'score_to_wall_time',
+    'wall_to_score_time',
+]

@@ -1,0 +1,264 @@
+"""Play lists: which score, audio track and starting drums a `PLAY|<id>` command uses.
+
+Project format (`scores/play_list.yaml`): a YAML mapping from play id to an entry::
+
+    BF:
+      score: upstream/BasicFillin.txt   # path relative to the play list's folder
+      audio: ''                         # audio track name; empty or omitted = silent
+      init_note_right: 8                # drum id 1..9 the right stick starts over
+      init_note_left: 1                 # drum id 1..9 the left stick starts over
+
+Play ids must be strings (quote ids YAML would read as numbers or booleans, e.g. 'ON', '1').
+Unknown entry keys are errors, so typos do not pass silently.
+
+Upstream format (`drumrobot_server/config/play_list.json`, read for compatibility):
+`{"play_list": {id: {"score": name, "audio": name, "init_note_r": n, "init_note_l": n}}}`,
+where `name` is a file stem under `drumrobot_server/data/scores/` (`<name>.txt`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import yaml
+
+from phil_control.core.score.instruments import MAX_DRUM_ID
+
+MIN_INIT_NOTE = 1
+MAX_INIT_NOTE = MAX_DRUM_ID
+UPSTREAM_PLAY_LIST_KEY = 'play_list'
+UPSTREAM_SCORE_SUFFIX = '.txt'
+
+
+class PlayListError(ValueError):
+    """A malformed play list or an unknown play id; the message names file and entry."""
+
+
+@dataclass(frozen=True)
+class PlayListEntry:
+    """One playable piece.
+
+    Attributes:
+        play_id: The id used in `PLAY|<id>`.
+        score_path: Absolute path of the score file.
+        audio: Audio track name, '' for silent playing.
+        init_note_right: Drum id 1..9 the right stick moves over before playing.
+        init_note_left: Drum id 1..9 the left stick moves over before playing.
+    """
+
+    play_id: str
+    score_path: Path
+    audio: str
+    init_note_right: int
+    init_note_left: int
+
+
+@dataclass(frozen=True)
+class PlayList:
+    """A loaded play list, a read-only mapping from play id to entry.
+
+    Attributes:
+        source: The play list file.
+        entries: Entries by play id, in file order.
+    """
+
+    source: Path
+    entries: Mapping[str, PlayListEntry]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, 'entries', MappingProxyType(dict(self.entries)))
+
+    def __getitem__(self, play_id: str) -> PlayListEntry:
+        return self.entry(play_id)
+
+    def __contains__(self, play_id: object) -> bool:
+        return play_id in self.entries
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.entries)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def entry(self, play_id: str) -> PlayListEntry:
+        """Return the entry of a play id.
+
+        Raises:
+            PlayListError: Unknown id; the message lists the known ids.
+        """
+        try:
+            return self.entries[play_id]
+        except KeyError:
+            known = ', '.join(self.entries) or '(none)'
+            raise PlayListError(
+                f'{self.source}: unknown play id {play_id!r}; known ids: {known}'
+            ) from None
+
+
+@dataclass(frozen=True)
+class _EntryKeys:
+    score: str
+    audio: str
+    init_note_right: str
+    init_note_left: str
+
+    @property
+    def required(self) -> tuple[str, ...]:
+        return (self.score, self.init_note_right, self.init_note_left)
+
+    @property
+    def allowed(self) -> frozenset[str]:
+        return frozenset((self.score, self.audio, self.init_note_right, self.init_note_left))
+
+
+_PROJECT_KEYS = _EntryKeys('score', 'audio', 'init_note_right', 'init_note_left')
+_UPSTREAM_KEYS = _EntryKeys('score', 'audio', 'init_note_r', 'init_note_l')
+
+
+def load_play_list(path: str | Path, *, require_scores: bool = True) -> PlayList:
+    """Load the project's YAML play list.
+
+    Args:
+        path: The YAML file.
+        require_scores: When True, every entry's score file must exist.
+
+    Returns:
+        The play list, score paths resolved against the play list's folder.
+
+    Raises:
+        PlayListError: Malformed YAML or entry, or a missing score file.
+        OSError: The file cannot be read.
+    """
+    path = Path(path)
+    try:
+        document = yaml.safe_load(path.read_text(encoding='utf-8'))
+    except yaml.YAMLError as error:
+        raise PlayListError(f'{path}: not valid YAML: {error}') from error
+    base = path.resolve().parent
+
+    def resolve_score(play_id: str, score: str) -> Path:
+        if Path(score).is_absolute():
+            raise PlayListError(
+                f"{path}: entry {play_id!r}: 'score' must be relative to the play list's "
+                f'folder, got {score!r}'
+            )
+        return base / score
+
+    return _build_play_list(path, document, _PROJECT_KEYS, resolve_score, require_scores)
+
+
+def load_upstream_play_list(
+    path: str | Path,
+    *,
+    scores_dir: str | Path | None = None,
+    require_scores: bool = True,
+) -> PlayList:
+    """Load an upstream `play_list.json` (Gen-2 drumrobot_server format).
+
+    Args:
+        path: The JSON file, normally `drumrobot_server/config/play_list.json`.
+        scores_dir: Folder holding `<score>.txt`; default `../data/scores` from the JSON file's
+            folder, as upstream resolves it.
+        require_scores: When True, every entry's score file must exist.
+
+    Raises:
+        PlayListError: Malformed JSON or entry, or a missing score file.
+        OSError: The file cannot be read.
+    """
+    path = Path(path)
+    try:
+        document = json.loads(path.read_text(encoding='utf-8'))
+    except json.JSONDecodeError as error:
+        raise PlayListError(f'{path}: not valid JSON: {error}') from error
+    if not isinstance(document, dict) or set(document) != {UPSTREAM_PLAY_LIST_KEY}:
+        raise PlayListError(
+            f'{path}: expected an object with the single key {UPSTREAM_PLAY_LIST_KEY!r}'
+        )
+    base = (
+        Path(scores_dir).resolve()
+        if scores_dir is not None
+        else path.resolve().parent.parent / 'data' / 'scores'
+    )
+
+    def resolve_score(_play_id: str, score: str) -> Path:
+        return base / f'{score}{UPSTREAM_SCORE_SUFFIX}'
+
+    return _build_play_list(
+        path, document[UPSTREAM_PLAY_LIST_KEY], _UPSTREAM_KEYS, resolve_score, require_scores
+    )
+
+
+def _build_play_list(
+    path: Path,
+    document: Any,
+    keys: _EntryKeys,
+    resolve_score: Callable[[str, str], Path],
+    require_scores: bool,
+) -> PlayList:
+    if not isinstance(document, dict) or not document:
+        raise PlayListError(f'{path}: expected a non-empty mapping of play id to entry')
+    entries = {}
+    for play_id, raw_entry in document.items():
+        if not isinstance(play_id, str) or not play_id.strip():
+            raise PlayListError(
+                f'{path}: play id {play_id!r} must be a non-empty string (quote it in YAML)'
+            )
+        entry = _build_entry(path, play_id, raw_entry, keys, resolve_score)
+        if require_scores and not entry.score_path.is_file():
+            raise PlayListError(
+                f'{path}: entry {play_id!r}: score file not found: {entry.score_path}'
+            )
+        entries[play_id] = entry
+    return PlayList(source=path, entries=entries)
+
+
+def _build_entry(
+    path: Path,
+    play_id: str,
+    raw_entry: Any,
+    keys: _EntryKeys,
+    resolve_score: Callable[[str, str], Path],
+) -> PlayListEntry:
+    where = f'{path}: entry {play_id!r}'
+    if not isinstance(raw_entry, dict):
+        raise PlayListError(f'{where}: expected a mapping, got {type(raw_entry).__name__}')
+    unknown = sorted(str(key) for key in set(raw_entry) - keys.allowed)
+    if unknown:
+        raise PlayListError(
+            f'{where}: unknown key(s) {", ".join(unknown)}; '
+            f'allowed: {", ".join(sorted(keys.allowed))}'
+        )
+    missing = [key for key in keys.required if key not in raw_entry]
+    if missing:
+        raise PlayListError(f'{where}: missing key(s) {", ".join(missing)}')
+    score = raw_entry[keys.score]
+    if not isinstance(score, str) or not score.strip():
+        raise PlayListError(f'{where}: {keys.score!r} must be a non-empty string, got {score!r}')
+    audio = raw_entry.get(keys.audio)
+    if audio is None:
+        audio = ''
+    if not isinstance(audio, str):
+        raise PlayListError(f'{where}: {keys.audio!r} must be a string, got {audio!r}')
+    return PlayListEntry(
+        play_id=play_id,
+        score_path=resolve_score(play_id, score),
+        audio=audio,
+        init_note_right=_init_note(where, keys.init_note_right, raw_entry),
+        init_note_left=_init_note(where, keys.init_note_left, raw_entry),
+    )
+
+
+def _init_note(where: str, key: str, raw_entry: dict[Any, Any]) -> int:
+    value = raw_entry[key]
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise PlayListError(f'{where}: {key!r} must be an integer drum id, got {value!r}')
+    if not MIN_INIT_NOTE <= value <= MAX_INIT_NOTE:
+        raise PlayListError(
+            f'{where}: {key!r} = {value} is out of range {MIN_INIT_NOTE}..{MAX_INIT_NOTE}'
+        )
+    return value
