@@ -15,6 +15,8 @@ set -u
 # A private DDS domain per run, so parallel runs on one machine never see each other.
 export ROS_DOMAIN_ID=${ROS_DOMAIN_ID:-$((RANDOM % 100 + 1))}
 echo "[test] ROS_DOMAIN_ID=$ROS_DOMAIN_ID"
+# CI: reproducible property tests (see */test/conftest.py).
+if [ -n "${CI:-}" ]; then export HYPOTHESIS_PROFILE=${HYPOTHESIS_PROFILE:-ci}; fi
 
 colcon test-result --delete-yes >/dev/null 2>&1 || true
 status=0
