@@ -26,6 +26,7 @@ setup(
     entry_points={
         'console_scripts': [
             'phil_launch = phil_bringup.launcher:main',
+            'phil = phil_bringup.cli.main:main',
         ],
     },
 )

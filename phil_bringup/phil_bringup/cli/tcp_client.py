@@ -1,0 +1,31 @@
+"""Send raw protocol lines to the TCP bridge (port 1951)."""
+
+from __future__ import annotations
+
+import socket
+
+DEFAULT_HOST = '127.0.0.1'
+DEFAULT_PORT = 1951
+
+
+def send_lines(lines: list[str], host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
+               acknowledged: bool = True, timeout_s: float = 5.0) -> list[str]:
+    """Send each line; return the replies (acknowledged mode: one per line, plus the
+    STATUS reply of a GET_STATUS).
+
+    Raises:
+        ConnectionRefusedError: nothing listens on host:port (the graph is not running).
+    """
+    with socket.create_connection((host, port), timeout=timeout_s) as connection:
+        reader = connection.makefile('r', encoding='utf-8', newline='\n')
+        replies = []
+        if acknowledged:
+            connection.sendall(b'PROTOCOL|2\n')
+            reader.readline()
+        for line in lines:
+            connection.sendall(line.rstrip('\r\n').encode('utf-8') + b'\n')
+            opcode = line.split('|', 1)[0].strip().upper()
+            expected = (1 if acknowledged else 0) + (1 if opcode == 'GET_STATUS' else 0)
+            for _ in range(expected):
+                replies.append(reader.readline().rstrip('\n'))
+        return replies
