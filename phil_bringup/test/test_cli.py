@@ -84,7 +84,8 @@ def test_send_lines_uses_acknowledged_mode_and_reads_status_replies():
                 opcode = line.split('|', 1)[0].strip().upper()
                 if opcode == 'GET_STATUS':
                     stream.write('STATUS|IDLE|1.00|0|-|0\n')
-                stream.write(f'OK|{opcode}\n')
+                else:
+                    stream.write(f'OK|{opcode}\n')
                 stream.flush()
 
     thread = threading.Thread(target=serve, daemon=True)
@@ -94,4 +95,4 @@ def test_send_lines_uses_acknowledged_mode_and_reads_status_replies():
     finally:
         server.close()
     assert received[:3] == ['PROTOCOL|2', 'LOOK|0|10', 'GET_STATUS']
-    assert replies == ['OK|LOOK', 'STATUS|IDLE|1.00|0|-|0', 'OK|GET_STATUS']
+    assert replies == ['OK|LOOK', 'STATUS|IDLE|1.00|0|-|0']

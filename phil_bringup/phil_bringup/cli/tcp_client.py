@@ -10,8 +10,9 @@ DEFAULT_PORT = 1951
 
 def send_lines(lines: list[str], host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
                acknowledged: bool = True, timeout_s: float = 5.0) -> list[str]:
-    """Send each line; return the replies (acknowledged mode: one per line, plus the
-    STATUS reply of a GET_STATUS).
+    """Send each line; return the replies. Acknowledged mode answers every line with one
+    line (`OK|..`, `ERR|..`, or the STATUS line of a GET_STATUS); upstream mode answers only
+    GET_STATUS.
 
     Raises:
         ConnectionRefusedError: nothing listens on host:port (the graph is not running).
@@ -25,7 +26,6 @@ def send_lines(lines: list[str], host: str = DEFAULT_HOST, port: int = DEFAULT_P
         for line in lines:
             connection.sendall(line.rstrip('\r\n').encode('utf-8') + b'\n')
             opcode = line.split('|', 1)[0].strip().upper()
-            expected = (1 if acknowledged else 0) + (1 if opcode == 'GET_STATUS' else 0)
-            for _ in range(expected):
+            if acknowledged or opcode == 'GET_STATUS':
                 replies.append(reader.readline().rstrip('\n'))
         return replies

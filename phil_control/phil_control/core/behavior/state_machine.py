@@ -1,0 +1,394 @@
+"""The robot behavior state machine: which command is accepted when, and what it asks for.
+
+Pure and ROS-free: `decide(command)` and the event inputs change the state and return a
+`Decision` whose `actions` the caller carries out in order. Not thread-safe: call it from one
+thread or under one lock.
+
+Gating (upstream Gen-2, FACTS section 8):
+
+* Until the first trajectory exists (`start_completed`, upstream `send_active`) only START and
+  QUIT are accepted; QUIT then goes straight to SHUTTINGDOWN.
+* START: STANDBY -> INIT, torque on, move to the start pose. READY: INIT -> IDLE.
+* LOOK, GESTURE, MOVE, POSE, HIT, PLAY, RESUME only in IDLE. PLAY and RESUME enter PLAYING and
+  reset the speed to 1.0; PLAY drops the resume point, RESUME uses it up (a new PAUSE saves a
+  new one). RESUME without a resume point is rejected.
+* PAUSE and PLAY_CTRL only in PLAYING. PAUSE asks the player to save a resume point and stop
+  (`play_paused` -> IDLE); PLAY_CTRL stop drops the resume point (`play_finished` -> IDLE); a
+  normal end (`play_finished`) keeps whatever point there is.
+* QUIT in IDLE moves to the shutdown pose (state SHUTTINGDOWN at once, as upstream); when the
+  motion has finished (`motion_finished`) the machine asks for `Shutdown`. `POSE|shutdown`
+  does the same with the POSE motion. QUIT in INIT or PLAYING is rejected, as upstream.
+* GET_STATUS, PROTOCOL and ESTOP are accepted in every state.
+
+Added to upstream: FAULT and ESTOP, latched from the hardware (`hardware_fault`,
+`hardware_estop`) or by the ESTOP command. Motions are rejected there; RESET, QUIT (straight to
+SHUTTINGDOWN) and ESTOP are accepted. RESET leaves once the hardware reports the cause gone
+(`hardware_cleared`, before or after the RESET) and returns to the state before the latch:
+PLAYING returns as IDLE (the play was paused, its resume point kept), SHUTTINGDOWN finishes
+without the shutdown pose, and the robot is back in STANDBY (START needed again) when the
+torque was lost or START had not completed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from phil_control.core.behavior.actions import (
+    Action,
+    ActivateHardware,
+    EstopHardware,
+    HaltMotion,
+    LookAt,
+    MoveJoints,
+    MoveToPose,
+    PausePlay,
+    PerformGesture,
+    ResetHardware,
+    ResumePlay,
+    SetPlaySpeed,
+    Shutdown,
+    StartPlay,
+    StopPlay,
+    StrikeInstrument,
+)
+from phil_control.core.behavior.states import (
+    LATCHED_STATES,
+    BehaviorConfig,
+    Decision,
+    MachineSnapshot,
+    Rejection,
+    ResumePoint,
+    RobotState,
+)
+from phil_control.core.protocol.commands import (
+    MOTION_COMMANDS,
+    Command,
+    Estop,
+    Gesture,
+    GetStatus,
+    Hit,
+    Look,
+    Move,
+    Pause,
+    Play,
+    PlayCtrlSpeed,
+    PlayCtrlStop,
+    Pose,
+    Protocol,
+    Quit,
+    Ready,
+    Reset,
+    Resume,
+    Start,
+)
+
+
+class StateMachine:
+    """Command gating and state transitions of the robot (see the module docstring).
+
+    Args:
+        config: Pose names and motion times.
+        clock: Time source, s (monotonic); stamps state changes and rejections.
+    """
+
+    def __init__(self, config: BehaviorConfig | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._config = config or BehaviorConfig()
+        self._clock = clock
+        self._state = RobotState.STANDBY
+        self._since_s = clock()
+        self._started = False
+        self._speed = 1.0
+        self._resume: ResumePoint | None = None
+        self._last_rejection: Rejection | None = None
+        self._ending: str | None = None          # 'pause' or 'stop' once asked during PLAYING
+        self._shutdown_after_motion = False
+        self._finished = False
+        self._latched_from: RobotState | None = None
+        self._fault_reason = ''
+        self._reset_pending = False
+        self._cause_cleared = False
+
+    @property
+    def state(self) -> RobotState:
+        """Current state."""
+        return self._state
+
+    @property
+    def speed(self) -> float:
+        """Commanded playback speed factor."""
+        return self._speed
+
+    @property
+    def resume_point(self) -> ResumePoint | None:
+        """Saved resume point, if any."""
+        return self._resume
+
+    @property
+    def last_rejection(self) -> Rejection | None:
+        """The last rejected command, if any."""
+        return self._last_rejection
+
+    def snapshot(self) -> MachineSnapshot:
+        """A consistent copy of the machine's observable state."""
+        return MachineSnapshot(self._state, self._started, self._speed, self._resume,
+                               self._fault_reason, self._last_rejection, self._since_s,
+                               self._finished)
+
+    # ----------------------------------------------------------------- commands
+
+    def decide(self, command: Command) -> Decision:
+        """Accept or reject a command; on acceptance change the state and request its effects.
+
+        Every rejection carries a reason naming the command, the state and the rule, and is
+        kept as `last_rejection`.
+        """
+        if isinstance(command, GetStatus | Protocol):
+            return self._accept()
+        if isinstance(command, Estop):
+            return self._latch(RobotState.ESTOP, 'ESTOP command', (EstopHardware(),))
+        op = command.opcode.value
+        state = self._state.value
+        if self._state is RobotState.SHUTTINGDOWN:
+            return self._reject(op, f'robot is {state}; no commands are accepted')
+        if self._state in LATCHED_STATES:
+            return self._decide_latched(command, op)
+        if isinstance(command, Reset):
+            return self._reject(op, f'robot is {state}; RESET is allowed only in FAULT or ESTOP')
+        if not self._started:
+            return self._decide_before_start(command, op)
+        if isinstance(command, Start):
+            return self._reject(op, f'robot is {state}; already started')
+        if isinstance(command, Ready):
+            if self._state is not RobotState.INIT:
+                return self._reject(op, f'robot is {state}; READY is allowed only in INIT')
+            return self._accept(RobotState.IDLE)
+        if isinstance(command, Quit):
+            if self._state is not RobotState.IDLE:
+                return self._reject(op, f'robot is {state}; QUIT is allowed only in IDLE, '
+                                        'STANDBY, FAULT or ESTOP')
+            self._shutdown_after_motion = True
+            config = self._config
+            return self._accept(RobotState.SHUTTINGDOWN, actions=(MoveToPose(
+                config.shutdown_pose, config.quit_duration_s, config.quit_profile),))
+        if isinstance(command, Pause | PlayCtrlStop | PlayCtrlSpeed):
+            return self._decide_play_control(command, op)
+        if isinstance(command, MOTION_COMMANDS):
+            if self._state is not RobotState.IDLE:
+                return self._reject(op, f'robot is {state}; motions are allowed only in IDLE')
+            return self._decide_motion(command, op)
+        return self._reject(op, f'robot is {state}; {op} is not handled')
+
+    def _decide_before_start(self, command: Command, op: str) -> Decision:
+        if isinstance(command, Quit):
+            return self._accept(RobotState.SHUTTINGDOWN, actions=(Shutdown(),))
+        if isinstance(command, Start):
+            if self._state is not RobotState.STANDBY:
+                return self._reject(op, f'robot is {self._state.value}; START is in progress')
+            config = self._config
+            return self._accept(RobotState.INIT, actions=(ActivateHardware(), MoveToPose(
+                config.start_pose, config.start_duration_s, config.start_profile)))
+        progress = ('START is in progress' if self._state is RobotState.INIT
+                    else 'not started')
+        return self._reject(op, f'robot is {self._state.value} ({progress}); before the first '
+                                'trajectory only START and QUIT are accepted')
+
+    def _decide_latched(self, command: Command, op: str) -> Decision:
+        if isinstance(command, Quit):
+            self._latched_from = None
+            return self._accept(RobotState.SHUTTINGDOWN, actions=(Shutdown(),))
+        if isinstance(command, Reset):
+            if self._cause_cleared:
+                return self._leave_latched(torque_on=True, actions=(ResetHardware(),))
+            self._reset_pending = True
+            return self._accept(actions=(ResetHardware(),),
+                                reason='waiting for the hardware to report the cause gone')
+        return self._reject(op, f'robot is {self._state.value} ({self._fault_reason}); only '
+                                'RESET, QUIT, ESTOP and GET_STATUS are accepted')
+
+    def _decide_play_control(self, command: Command, op: str) -> Decision:
+        if self._state is not RobotState.PLAYING:
+            return self._reject(op, f'robot is {self._state.value}; {op} is allowed only in '
+                                    'PLAYING')
+        if isinstance(command, PlayCtrlSpeed):
+            self._speed = command.speed
+            note = (f'speed {command.requested:g} clamped to {command.speed:.2f}'
+                    if command.was_clamped else '')
+            return self._accept(actions=(SetPlaySpeed(command.speed),), reason=note)
+        if isinstance(command, PlayCtrlStop):
+            self._resume = None
+            if self._ending == 'stop':
+                return self._accept(reason='stop already requested')
+            self._ending = 'stop'
+            return self._accept(actions=(StopPlay(),))
+        if self._ending == 'stop':
+            return self._reject(op, 'the play is already stopping (PLAY_CTRL stop)')
+        if self._ending == 'pause':
+            return self._accept(reason='pause already requested')
+        self._ending = 'pause'
+        return self._accept(actions=(PausePlay(),))
+
+    def _decide_motion(self, command: Command, op: str) -> Decision:
+        config = self._config
+        if isinstance(command, Look):
+            return self._accept(actions=(LookAt(command.pan_rad, command.tilt_rad,
+                                                config.look_duration_s, config.move_profile),))
+        if isinstance(command, Gesture):
+            return self._accept(actions=(PerformGesture(command.name),))
+        if isinstance(command, Move):
+            duration = (config.move_duration_s if command.duration_s is None
+                        else command.duration_s)
+            return self._accept(actions=(MoveJoints(command.targets, duration,
+                                                    config.move_profile),))
+        if isinstance(command, Pose):
+            action = MoveToPose(command.name, config.pose_duration_s, config.pose_profile)
+            if command.name == config.shutdown_pose:
+                self._shutdown_after_motion = True
+                return self._accept(RobotState.SHUTTINGDOWN, actions=(action,))
+            return self._accept(actions=(action,))
+        if isinstance(command, Hit):
+            return self._accept(actions=(StrikeInstrument(command.instrument),))
+        if isinstance(command, Play):
+            self._resume = None
+            return self._start_play(StartPlay(command.play_id))
+        if isinstance(command, Resume):
+            if self._resume is None:
+                return self._reject(op, 'robot is IDLE but no resume point is saved; PAUSE a play '
+                                        'first')
+            point, self._resume = self._resume, None
+            return self._start_play(ResumePlay(point.play_id, point.bar))
+        return self._reject(op, f'robot is {self._state.value}; {op} is not handled')
+
+    def _start_play(self, action: Action) -> Decision:
+        self._speed = 1.0
+        self._ending = None
+        return self._accept(RobotState.PLAYING, actions=(action,))
+
+    # ------------------------------------------------------------------- events
+
+    def start_completed(self) -> Decision:
+        """The hardware is active and the START motion is queued (the first trajectory)."""
+        if self._state is not RobotState.INIT or self._started:
+            return self._ignored('START is not in progress')
+        self._started = True
+        return self._accept()
+
+    def motion_finished(self) -> Decision:
+        """All queued motion has finished; after QUIT or `POSE|shutdown` asks for `Shutdown`."""
+        if self._state is RobotState.SHUTTINGDOWN and self._shutdown_after_motion:
+            self._shutdown_after_motion = False
+            return self._accept(actions=(Shutdown(),))
+        return self._ignored('no state waits for the end of a motion')
+
+    def play_finished(self) -> Decision:
+        """The play ended (score done, or stopped by PLAY_CTRL stop): PLAYING -> IDLE."""
+        self._ending = None
+        if self._state is RobotState.PLAYING:
+            return self._accept(RobotState.IDLE)
+        if self._latched_from is RobotState.PLAYING:
+            return self._accept()
+        return self._ignored(f'robot is {self._state.value}, not PLAYING')
+
+    def play_paused(self, resume_point: ResumePoint) -> Decision:
+        """The play stopped after PAUSE and saved `resume_point`: PLAYING -> IDLE.
+
+        The point is dropped when PLAY_CTRL stop was asked meanwhile.
+        """
+        keep = self._ending != 'stop'
+        self._ending = None
+        if self._state is RobotState.PLAYING or self._latched_from is RobotState.PLAYING:
+            if keep:
+                self._resume = resume_point
+            if self._state is RobotState.PLAYING:
+                return self._accept(RobotState.IDLE)
+            return self._accept()
+        return self._ignored(f'robot is {self._state.value}, not PLAYING')
+
+    def hardware_fault(self, reason: str) -> Decision:
+        """The hardware reported a fault: latch FAULT (ESTOP stays ESTOP)."""
+        return self._latch(RobotState.FAULT, reason or 'hardware fault')
+
+    def hardware_estop(self, reason: str = '') -> Decision:
+        """The hardware reported an emergency stop: latch ESTOP."""
+        return self._latch(RobotState.ESTOP, reason or 'hardware emergency stop')
+
+    def hardware_cleared(self, torque_on: bool = True) -> Decision:
+        """The hardware reports the cause of FAULT/ESTOP gone.
+
+        Args:
+            torque_on: False when the drives lost torque; the robot then returns to STANDBY.
+        """
+        if self._state not in LATCHED_STATES:
+            return self._ignored(f'robot is {self._state.value}; nothing is latched')
+        if not torque_on:
+            self._started = False
+        if self._reset_pending:
+            return self._leave_latched(torque_on)
+        self._cause_cleared = True
+        return self._ignored('cause gone; RESET to continue')
+
+    def shutdown_completed(self) -> Decision:
+        """The controller has shut down (or is being shut down from outside)."""
+        self._finished = True
+        self._shutdown_after_motion = False
+        self._latched_from = None
+        if self._state is RobotState.SHUTTINGDOWN:
+            return self._accept()
+        return self._accept(RobotState.SHUTTINGDOWN)
+
+    # ------------------------------------------------------------------ helpers
+
+    def _latch(self, target: RobotState, reason: str,
+               first: tuple[Action, ...] = ()) -> Decision:
+        self._reset_pending = False
+        self._cause_cleared = False
+        self._fault_reason = reason
+        if self._state in LATCHED_STATES:
+            new_state = RobotState.ESTOP if RobotState.ESTOP in (target, self._state) \
+                else RobotState.FAULT
+            return self._accept(new_state, actions=first)
+        actions = list(first)
+        if self._state is RobotState.PLAYING:
+            actions.append(PausePlay())
+        if self._started:
+            actions.append(HaltMotion())
+        self._latched_from = self._state
+        return self._accept(target, actions=tuple(actions))
+
+    def _leave_latched(self, torque_on: bool, actions: tuple[Action, ...] = ()) -> Decision:
+        before = self._latched_from or RobotState.STANDBY
+        self._latched_from = None
+        self._fault_reason = ''
+        self._reset_pending = False
+        self._cause_cleared = False
+        self._ending = None
+        if not torque_on:
+            self._started = False
+        if before is RobotState.SHUTTINGDOWN:
+            self._shutdown_after_motion = False
+            return self._accept(before, actions=(*actions, Shutdown()))
+        if not self._started:
+            return self._accept(RobotState.STANDBY, actions=actions)
+        if before is RobotState.PLAYING:
+            before = RobotState.IDLE
+        return self._accept(before, actions=actions)
+
+    def _set_state(self, state: RobotState) -> None:
+        if state is not self._state:
+            self._state = state
+            self._since_s = self._clock()
+
+    def _accept(self, state: RobotState | None = None, actions: tuple[Action, ...] = (),
+                reason: str = '') -> Decision:
+        if state is not None:
+            self._set_state(state)
+        return Decision(True, reason, actions, self._state)
+
+    def _ignored(self, reason: str) -> Decision:
+        return Decision(False, reason, (), self._state)
+
+    def _reject(self, op: str, why: str) -> Decision:
+        reason = f'{op} rejected: {why}'
+        self._last_rejection = Rejection(self._clock(), op, self._state, reason)
+        return Decision(False, reason, (), self._state)
