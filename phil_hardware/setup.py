@@ -24,6 +24,8 @@ setup(
     description='See package.xml.',
     license='Apache-2.0',
     entry_points={
-        'console_scripts': [],
+        'console_scripts': [
+            'device_simulator = phil_hardware.sim.runner:main',
+        ],
     },
 )

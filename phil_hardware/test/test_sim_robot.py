@@ -1,0 +1,193 @@
+"""The whole simulated robot: joint-space truth, history, impacts over the wire, bus set-up."""
+
+from __future__ import annotations
+
+import math
+import uuid
+from dataclasses import asdict
+
+import can
+import numpy as np
+import pytest
+
+from phil_control.core.kinematics import ARM_JOINT_NAMES, ArmGeometry, JointLimits, solve_arms
+from phil_description.core import default_robot_model
+from phil_hardware.core.codecs import CanFrame, dynamixel, epos4, tmotor
+from phil_hardware.core.codecs.epos4 import NmtCommand, ObjectIndex
+from phil_hardware.sim import Limb, ManualClock, PtyPort, SimConfig, SimulatedRobot
+from phil_hardware.sim.multicast import check_channel, open_can_bus
+
+STEP_S = 0.001
+
+
+@pytest.fixture(scope='module')
+def model():
+    return default_robot_model(sim=True)
+
+
+class Rig:
+    """A simulated robot on virtual buses plus the controller's ends of them."""
+
+    def __init__(self, model, initial=None, config=None, buses=('can1', 'can3')) -> None:
+        channels = {name: f'robot-{uuid.uuid4()}' for name in buses}
+        self.sim_buses = {n: can.Bus(interface='virtual', channel=c) for n, c in channels.items()}
+        self.wires = {n: can.Bus(interface='virtual', channel=c) for n, c in channels.items()}
+        self.clock = ManualClock()
+        self.robot = SimulatedRobot(model, self.sim_buses, clock=self.clock,
+                                    config=config or SimConfig(), initial_positions_rad=initial)
+
+    def send(self, bus, *frames):
+        for frame in frames:
+            self.wires[bus].send(can.Message(arbitration_id=frame.arbitration_id,
+                                             data=frame.data, is_extended_id=frame.is_extended_id))
+
+    def received(self, bus):
+        frames = []
+        while (message := self.wires[bus].recv(0)) is not None:
+            frames.append(CanFrame(message.arbitration_id, bytes(message.data),
+                                   message.is_extended_id))
+        return frames
+
+    def run(self, seconds, each_step=()):
+        for _ in range(round(seconds / STEP_S)):
+            self.send('can3', *each_step)
+            self.clock.advance(STEP_S)
+            self.robot.step()
+
+    def close(self):
+        for bus in (*self.sim_buses.values(), *self.wires.values()):
+            bus.shutdown()
+
+
+@pytest.fixture
+def rig(model):
+    created = []
+
+    def make(**kwargs):
+        created.append(Rig(model, **kwargs))
+        return created[-1]
+
+    yield make
+    for item in created:
+        item.close()
+
+
+def test_reported_positions_convert_to_the_joint_truth(model, rig):
+    setup = rig()
+    elbow, wrist = model.joint('right_elbow'), model.joint('right_wrist')
+    setup.send('can1', tmotor.encode_set_rpm(elbow.motor.device_id, 4000))
+    setup.send('can3', epos4.encode_nmt(NmtCommand.START_REMOTE_NODE, 7),
+               epos4.encode_sdo_download(7, ObjectIndex.MODES_OF_OPERATION, 0, 8, 1),
+               epos4.encode_controlword(7, 0x06), epos4.encode_controlword(7, 0x0F),
+               epos4.encode_target_position(7, -0.4))
+    setup.run(0.2, each_step=[epos4.encode_sync()])
+    setup.send('can1', tmotor.encode_set_rpm(elbow.motor.device_id, 0))
+    setup.run(0.05, each_step=[epos4.encode_sync()])
+
+    truth = setup.robot.joint_positions_rad()
+    status = [tmotor.decode_feedback(f) for f in setup.received('can1')
+              if f.arbitration_id == elbow.motor.device_id][-1]
+    tpdo = [epos4.decode_feedback(f) for f in setup.received('can3')
+            if f.arbitration_id == 0x187][-1]
+    assert abs(truth[elbow.index] - elbow.motor.initial_position_rad) > 0.2  # it did move
+    assert elbow.motor.motor_to_joint_rad(status.position_rad) == pytest.approx(
+        truth[elbow.index], abs=math.radians(0.1))
+    assert wrist.motor.motor_to_joint_rad(tpdo.position_rad) == pytest.approx(
+        truth[wrist.index], abs=1e-4)
+    untouched = [j.index for j in model.joints if j.name not in ('right_elbow', 'right_wrist')]
+    np.testing.assert_array_equal(truth[untouched], model.poses['init'][untouched])
+
+
+def test_history_is_time_stamped_and_a_ring(model, rig):
+    setup = rig(config=SimConfig(history_capacity=50, history_period_s=0.002, impacts=None))
+    setup.run(0.2)
+    t, q = setup.robot.history()
+    assert t.shape == (50,) and q.shape == (50, len(model.joints))
+    assert np.all(np.diff(t) >= 0.002 - 1e-9)
+    assert t[-1] == pytest.approx(0.2)
+    np.testing.assert_allclose(q, np.tile(model.poses['init'], (50, 1)))
+
+
+def _pose_above_the_snare(model):
+    """Right tip on the snare strike point, then the wrist raised 20 deg (tip ~13 cm up)."""
+    geometry = ArmGeometry(**asdict(model.arm_lengths))
+    limits = JointLimits({j.name: (j.soft_lower_rad, j.soft_upper_rad) for j in model.joints})
+    pose = model.poses['init'].copy()
+    strike = model.kit.by_name('snare').strikes['right']
+    left_tip = model.stick_tip_positions(pose)[1]
+    solution = solve_arms(geometry, limits, strike.position_m, left_tip, 0.0,
+                          strike.wrist_angle_rad, pose[model.joint('left_wrist').index])
+    for column, name in enumerate(ARM_JOINT_NAMES):
+        pose[model.joint(name).index] = solution.positions_rad[column]
+    pose[model.joint('right_wrist').index] += math.radians(20.0)
+    return pose, strike
+
+
+def test_a_wrist_stroke_over_the_wire_is_detected_as_a_snare_hit(model, rig):
+    start, strike = _pose_above_the_snare(model)
+    setup = rig(initial=start)
+    heard = []
+    setup.robot.add_impact_listener(heard.append)
+    wrist = model.joint('right_wrist')
+    # CSP to 10 deg below the strike angle: the tip goes down through the pad.
+    travel = (strike.wrist_angle_rad - math.radians(10) - start[wrist.index])
+    setup.send('can3', epos4.encode_nmt(NmtCommand.START_REMOTE_NODE, 7),
+               epos4.encode_sdo_download(7, ObjectIndex.MODES_OF_OPERATION, 0, 8, 1),
+               epos4.encode_controlword(7, 0x06), epos4.encode_controlword(7, 0x0F))
+    setup.run(0.05, each_step=[epos4.encode_sync()])
+    assert setup.robot.impacts() == []
+    setup.send('can3', epos4.encode_target_position(7, travel * wrist.motor.direction_sign))
+    setup.run(0.1, each_step=[epos4.encode_sync()])
+    setup.robot.flush_impacts()
+
+    impacts = setup.robot.impacts()
+    assert [(i.instrument, i.limb) for i in impacts] == [('snare', Limb.RIGHT_HAND)]
+    assert heard == impacts
+    assert 0.05 < impacts[0].time_s < 0.08
+    np.testing.assert_allclose(impacts[0].position_m, strike.position_m, atol=0.01)
+
+
+def test_configuration_errors_name_the_problem(model):
+    bus = can.Bus(interface='virtual', channel=f'robot-{uuid.uuid4()}')
+    try:
+        with pytest.raises(ValueError, match="unknown CAN bus.*'can9'"):
+            SimulatedRobot(model, {'can9': bus})
+        with pytest.raises(ValueError, match='13 values'):
+            SimulatedRobot(model, {'can0': bus}, initial_positions_rad=np.zeros(3))
+        with pytest.raises(KeyError, match='simulated joints: waist'):
+            SimulatedRobot(model, {'can0': bus}).device('head_yaw')
+    finally:
+        bus.shutdown()
+
+
+@pytest.mark.parametrize('channel', ['ff02::7068:1', 'ff15::1', '239.74.163.2', 'can0'])
+def test_multicast_channels_that_could_leave_the_machine_are_refused(channel):
+    with pytest.raises(ValueError, match='can2'):
+        check_channel('can2', 'udp_multicast', channel)
+
+
+def test_udp_multicast_buses_see_only_their_own_group():
+    groups = [f'ff11::7068:{0x7000 + index + (uuid.uuid4().int % 0x800) * 2:x}'
+              for index in range(2)]
+    buses = [open_can_bus(f'can{i}', 'udp_multicast', group) for i, group in enumerate(groups)]
+    listener = open_can_bus('can0', 'udp_multicast', groups[0])
+    try:
+        buses[1].send(can.Message(arbitration_id=0x123, data=b'\x01', is_extended_id=False))
+        buses[0].send(can.Message(arbitration_id=0x456, data=b'\x02', is_extended_id=False))
+        received = listener.recv(2.0)
+        assert received is not None and received.arbitration_id == 0x456
+        assert listener.recv(0.05) is None  # the other group's frame never arrives
+    finally:
+        for bus in (*buses, listener):
+            bus.shutdown()
+
+
+def test_dynamixel_truth_uses_the_tick_convention(model, tmp_path):
+    pose = model.poses['ready']
+    with PtyPort(tmp_path / 'dxl') as pty:
+        robot = SimulatedRobot(model, {}, pty, clock=ManualClock(), initial_positions_rad=pose)
+        servo = robot.device('head_pitch')
+        tick = int.from_bytes(servo.read(132, 4)[1], 'little', signed=True)
+        motor = model.joint('head_pitch').motor
+        assert motor.motor_to_joint_rad(dynamixel.tick_to_motor_rad(tick)) == pytest.approx(
+            pose[model.joint('head_pitch').index], abs=2 * math.pi / 4096)
