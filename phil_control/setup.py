@@ -24,6 +24,11 @@ setup(
     description='See package.xml.',
     license='Apache-2.0',
     entry_points={
-        'console_scripts': [],
+        'console_scripts': [
+            'behavior_planner = phil_control.behavior_planner_node:main',
+            'tcp_bridge = phil_control.tcp_bridge_node:main',
+            'trajectory_generator = phil_control.trajectory_generator_node:main',
+            'score_player = phil_control.score_player_node:main',
+        ],
     },
 )

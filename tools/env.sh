@@ -24,6 +24,14 @@ if [ -z "${PHIL_ENV_BUILDING:-}" ] && [ -f "$_phil_root/install/setup.bash" ]; t
   esac
 fi
 
+# The `phil` command (installed the ROS way under lib/phil_bringup) on PATH.
+if [ -d "$_phil_root/install/phil_bringup/lib/phil_bringup" ]; then
+  case ":$PATH:" in
+    *":$_phil_root/install/phil_bringup/lib/phil_bringup:"*) ;;
+    *) export PATH=$_phil_root/install/phil_bringup/lib/phil_bringup:$PATH ;;
+  esac
+fi
+
 # Keep DDS discovery on this machine (Jazzy/Kilted and Humble spellings).
 export ROS_AUTOMATIC_DISCOVERY_RANGE=${ROS_AUTOMATIC_DISCOVERY_RANGE:-LOCALHOST}
 if [ "${ROS_DISTRO:-}" = humble ]; then export ROS_LOCALHOST_ONLY=${ROS_LOCALHOST_ONLY:-1}; fi

@@ -1,0 +1,313 @@
+"""behavior_planner: owns the robot state and serves the user-facing Phil API.
+
+Actions (phil_msgs): /phil/play, /phil/hit, /phil/look, /phil/gesture, /phil/move, /phil/pose.
+Services: /phil/start, /phil/ready, /phil/quit, /phil/pause, /phil/resume, /phil/stop,
+/phil/estop, /phil/reset (Trigger), /phil/speed (SetSpeed), /phil/command (Command: one line of
+the brain's protocol, decided exactly as the TCP bridge's lines are).
+Publishes /phil/status (RobotStatus, transient local) on every change and at ``status_rate_hz``;
+publishes /phil/shutdown (std_msgs/Empty) when QUIT has finished, which ends every node.
+
+Every command, from any route, goes through one StateMachine under one lock. A goal whose
+command is rejected is accepted and aborted at once with the reason in its result (a rejected
+ROS goal carries no reason). Execute callbacks wait for their motion in a reentrant group of a
+MultiThreadedExecutor; the state machine's actions run on GraphLinks' worker thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import threading
+import time
+from functools import partial
+
+from rclpy.action import ActionServer
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.executors import MultiThreadedExecutor
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Empty
+
+from phil_control.core.behavior import BehaviorConfig, ResumePoint, RobotState, StateMachine
+from phil_control.core.behavior.actions import HaltMotion
+from phil_control.core.protocol import (
+    ParseError,
+    ProtocolVocabulary,
+    parse_line,
+    validate_command,
+)
+from phil_control.core.protocol import commands as cmd
+from phil_control.planner_links import Completion, GoalOptions, GraphLinks
+from phil_control.tcp.handler import MachineCommandHandler
+from phil_description.core import default_robot_model
+from phil_description.node_runner import GRAPH_SHUTDOWN_QOS, GRAPH_SHUTDOWN_TOPIC, run_node
+from phil_msgs.action import Gesture, Hit, Look, Move, Play, Pose
+from phil_msgs.msg import Fault, HardwareStatus, RobotStatus
+from phil_msgs.srv import Command, SetSpeed, Trigger
+
+LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                     reliability=ReliabilityPolicy.RELIABLE)
+TRIGGER_COMMANDS = {'start': cmd.Start, 'ready': cmd.Ready, 'quit': cmd.Quit,
+                    'pause': cmd.Pause, 'resume': cmd.Resume, 'stop': cmd.PlayCtrlStop,
+                    'estop': cmd.Estop, 'reset': cmd.Reset}
+EXECUTOR_THREADS = 8
+
+
+class BehaviorPlanner(Node):
+    """The robot's state machine behind ROS actions and services."""
+
+    def __init__(self, **node_options) -> None:
+        super().__init__('behavior_planner', **node_options)
+        self.declare_parameter('sim', False)
+        rate_hz = float(self.declare_parameter('status_rate_hz', 10.0).value)
+        if not 0.5 <= rate_hz <= 100.0:
+            raise ValueError(f'parameter status_rate_hz = {rate_hz} must be in 0.5..100')
+        self._model = default_robot_model()
+        self._names = self._model.joint_names
+        self._vocabulary = ProtocolVocabulary.from_robot_model(
+            self._model, look_joints=('head_yaw', 'head_pitch'))
+        self._machine = StateMachine(BehaviorConfig(pose_names=tuple(self._model.poses)),
+                                     clock=time.monotonic)
+        self._lock = threading.RLock()
+        self._goal_context: tuple[Completion | None, GoalOptions] = (None, GoalOptions())
+        self._handler = MachineCommandHandler(self._machine, execute=self._execute,
+                                              commanded_rad=lambda: self._commanded,
+                                              lock=self._lock)
+        self._commanded = [float(v) for v in self._model.poses['init']]
+        self._measured = [math.nan] * len(self._names)
+        self._hardware = HardwareStatus()
+        self._play_feedback = None
+        group = ReentrantCallbackGroup()
+        self._status_pub = self.create_publisher(RobotStatus, '/phil/status', LATCHED)
+        self._shutdown_pub = self.create_publisher(Empty, GRAPH_SHUTDOWN_TOPIC,
+                                                   GRAPH_SHUTDOWN_QOS)
+        self._links = GraphLinks(self, self._names, self._model.poses, {
+            'motion_finished': partial(self._event, 'motion_finished'),
+            'start_completed': partial(self._event, 'start_completed'),
+            'play_ended': self._play_ended, 'failed': self._failed,
+            'shutdown': self._shutdown})
+        for name, command_type in TRIGGER_COMMANDS.items():
+            self.create_service(Trigger, f'/phil/{name}', partial(self._on_trigger, command_type),
+                                callback_group=group)
+        self.create_service(SetSpeed, '/phil/speed', self._on_speed, callback_group=group)
+        self.create_service(Command, '/phil/command', self._on_command, callback_group=group)
+        for action_type, name in ((Play, 'play'), (Hit, 'hit'), (Look, 'look'),
+                                  (Gesture, 'gesture'), (Move, 'move'), (Pose, 'pose')):
+            ActionServer(self, action_type, f'/phil/{name}',
+                         partial(self._execute_goal, name, action_type), callback_group=group)
+        self.create_subscription(JointState, '/joint_states', self._on_joint_states, 10,
+                                 callback_group=group)
+        self.create_subscription(JointState, '/trajectory_generator/commanded_state',
+                                 self._on_commanded, LATCHED, callback_group=group)
+        self.create_subscription(HardwareStatus, '/hardware/status', self._on_hardware, LATCHED,
+                                 callback_group=group)
+        self.create_timer(1.0 / rate_hz, self._publish_status, callback_group=group)
+        self._publish_status()
+
+    # ------------------------------------------------------------------ commands
+    def _decide(self, command, completion: Completion | None = None,
+                options: GoalOptions | None = None):
+        """Run one valid command through the machine; its actions go to the worker."""
+        with self._lock:
+            self._goal_context = (completion, options or GoalOptions())
+            try:
+                reply = self._handler.handle(command, client_id=0)
+            finally:
+                self._goal_context = (None, GoalOptions())
+        self._publish_status()
+        return reply
+
+    def _execute(self, decision) -> None:
+        """MachineCommandHandler's callback (lock held): queue the accepted actions."""
+        completion, options = self._goal_context
+        if decision.accepted:
+            self._links.submit(decision.actions, completion, options)
+        elif completion is not None:
+            completion.finish(False, decision.reason)
+
+    def _on_command(self, request, response):
+        parsed = parse_line(request.line, self._vocabulary)
+        if isinstance(parsed, ParseError):
+            response.accepted, response.reason = False, parsed.reason
+        elif isinstance(parsed, cmd.GetStatus):
+            response.accepted, response.reason = True, self._handler.status_line()
+        elif isinstance(parsed, cmd.Protocol):
+            response.accepted = True
+        else:
+            reply = self._decide(parsed)
+            response.accepted, response.reason = reply.accepted, reply.reason
+        response.state = self._machine.state.value
+        return response
+
+    def _on_trigger(self, command_type, request, response):
+        reply = self._decide(command_type())
+        response.accepted, response.reason = reply.accepted, reply.reason
+        response.state = self._machine.state.value
+        return response
+
+    def _on_speed(self, request, response):
+        line = f'PLAY_CTRL|speed|{request.speed!r}'
+        parsed = parse_line(line, self._vocabulary)
+        if not isinstance(parsed, cmd.PlayCtrlSpeed):
+            response.accepted, response.reason = False, parsed.reason
+        else:
+            reply = self._decide(parsed)
+            response.accepted, response.reason = reply.accepted, reply.reason
+        response.speed = self._machine.speed
+        return response
+
+    def _goal_command(self, name: str, goal):
+        """(command, options) for a goal of /phil/<name>, or a reason string."""
+        if name == 'play':
+            if goal.resume:
+                return cmd.Resume(), GoalOptions()
+            return cmd.Play(goal.score), GoalOptions(
+                speed=goal.speed or 1.0, start_bar=goal.start_bar, improv=goal.improv)
+        if name == 'hit':
+            velocity = goal.velocity or 5
+            if not 1 <= velocity <= 7 or goal.hand not in ('', 'right', 'left'):
+                return (f'velocity must be 1..7 (got {goal.velocity}) and hand right, left or '
+                        f'empty (got {goal.hand!r})')
+            return cmd.Hit(goal.instrument), GoalOptions(velocity=velocity, hand=goal.hand)
+        if name == 'look':
+            return cmd.Look(goal.pan_rad, goal.tilt_rad), GoalOptions()
+        if name == 'gesture':
+            return cmd.Gesture(goal.gesture), GoalOptions()
+        if name == 'pose':
+            return cmd.Pose(goal.pose), GoalOptions()
+        if len(goal.joint_names) != len(goal.positions_rad):
+            return (f'{len(goal.joint_names)} joint names but {len(goal.positions_rad)} '
+                    f'positions')
+        return (cmd.Move(tuple(zip(goal.joint_names, goal.positions_rad, strict=True)),
+                         goal.duration_s or None), GoalOptions(profile=goal.profile))
+
+    def _execute_goal(self, name: str, action_type, goal_handle):
+        made = self._goal_command(name, goal_handle.request)
+        if isinstance(made, str):
+            return self._finish(goal_handle, action_type, False, made)
+        command, options = made
+        problem = validate_command(command, self._vocabulary)
+        if problem is not None:
+            return self._finish(goal_handle, action_type, False, problem.reason)
+        completion = Completion(on_feedback=partial(self._forward_feedback, goal_handle, name))
+        reply = self._decide(command, completion, options)
+        if not reply.accepted:
+            return self._finish(goal_handle, action_type, False, reply.reason)
+        while not completion.done.wait(0.1):
+            if goal_handle.is_cancel_requested:
+                if name == 'play':
+                    self._decide(cmd.PlayCtrlStop())
+                else:
+                    self._links.submit((HaltMotion(),))
+                completion.done.wait(30.0)
+                break
+        result = action_type.Result()
+        if completion.result is not None:
+            for field_name in result.get_fields_and_field_types():
+                if hasattr(completion.result, field_name):
+                    setattr(result, field_name, getattr(completion.result, field_name))
+        result.success, result.reason = completion.success, completion.reason
+        if goal_handle.is_cancel_requested:
+            goal_handle.canceled()
+        elif completion.success:
+            goal_handle.succeed()
+        else:
+            goal_handle.abort()
+        return result
+
+    @staticmethod
+    def _finish(goal_handle, action_type, success: bool, reason: str):
+        result = action_type.Result(success=success, reason=reason)
+        (goal_handle.succeed if success else goal_handle.abort)()
+        return result
+
+    def _forward_feedback(self, goal_handle, name: str, feedback) -> None:
+        if name == 'play':
+            self._play_feedback = feedback
+        with contextlib.suppress(Exception):  # the goal may have ended; feedback is best effort
+            goal_handle.publish_feedback(feedback)
+
+    # ------------------------------------------------------------------ events
+    def _event(self, name: str, *args) -> None:
+        with self._lock:
+            decision = getattr(self._machine, name)(*args)
+            if decision.accepted:
+                self._links.submit(decision.actions)
+        self._publish_status()
+
+    def _play_ended(self, play_id: str, result, success: bool, reason: str) -> None:
+        self._play_feedback = None
+        if result is not None and result.resume_valid:
+            self._event('play_paused', ResumePoint(play_id, int(result.resume_bar)))
+        else:
+            self._event('play_finished')
+        if not success:
+            self.get_logger().warning(f'play {play_id} ended early: {reason}')
+
+    def _failed(self, reason: str) -> None:
+        self._event('hardware_fault', reason)
+
+    def _shutdown(self) -> None:
+        self._event('shutdown_completed')
+        self._shutdown_pub.publish(Empty())
+
+    # ------------------------------------------------------------------ inputs
+    def _on_joint_states(self, msg: JointState) -> None:
+        index = {name: i for i, name in enumerate(msg.name)}
+        self._measured = [msg.position[index[name]] if name in index else math.nan
+                          for name in self._names]
+
+    def _on_commanded(self, msg: JointState) -> None:
+        index = {name: i for i, name in enumerate(msg.name)}
+        if all(name in index for name in self._names):
+            self._commanded = [msg.position[index[name]] for name in self._names]
+
+    def _on_hardware(self, msg: HardwareStatus) -> None:
+        before = self._hardware
+        self._hardware = msg
+        latched = self._machine.state in (RobotState.FAULT, RobotState.ESTOP)
+        if msg.estop and not before.estop:
+            self._event('hardware_estop', 'emergency stop')
+        elif msg.faults and not before.faults:
+            fault = msg.faults[0]
+            self._event('hardware_fault', f'{fault.joint or "hardware"}: {fault.reason}')
+        elif latched and not msg.faults and not msg.estop and (before.faults or before.estop):
+            self._event('hardware_cleared', msg.lifecycle_state == 'active')
+
+    # ------------------------------------------------------------------ status
+    def _publish_status(self) -> None:
+        with self._lock:
+            snapshot = self._machine.snapshot()
+            rejection = self._machine.last_rejection
+        status = RobotStatus(state=snapshot.state.value, speed=snapshot.speed,
+                             realtime=self._hardware.realtime)
+        status.header.stamp = self.get_clock().now().to_msg()
+        if snapshot.resume_point is not None:
+            status.resume_valid = True
+            status.resume_play_id = snapshot.resume_point.play_id
+            status.resume_bar = snapshot.resume_point.bar
+        feedback = self._play_feedback
+        if feedback is not None and snapshot.state is RobotState.PLAYING:
+            status.play_id, status.bar = feedback.play_id, feedback.bar
+            status.total_bars = feedback.total_bars
+        status.joint_names = list(self._names)
+        status.commanded_positions_rad = [float(v) for v in self._commanded]
+        status.measured_positions_rad = [float(v) for v in self._measured]
+        status.faults = list(self._hardware.faults)
+        if snapshot.fault_reason and not status.faults:
+            status.faults = [Fault(code=Fault.CODE_UNKNOWN, reason=snapshot.fault_reason)]
+        status.last_rejection = rejection.reason if rejection is not None else ''
+        self._status_pub.publish(status)
+
+    def on_graph_shutdown(self) -> None:
+        self._links.stop()
+
+
+def main(args: list[str] | None = None) -> None:
+    run_node(BehaviorPlanner, args,
+             make_executor=lambda: MultiThreadedExecutor(num_threads=EXECUTOR_THREADS))
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,259 @@
+"""The behavior planner's links to the rest of the graph: it carries out the state machine's
+actions (hardware lifecycle, motion goals, play goals, services) in order, on its own thread.
+
+Only this worker thread waits; ROS callbacks never do. Each step waits for what makes the next
+one safe (a lifecycle transition to finish, a goal to be accepted so goals reach the trajectory
+generator in order), never for a motion to end: completions arrive later through callbacks.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from lifecycle_msgs.msg import State, Transition
+from lifecycle_msgs.srv import ChangeState, GetState
+from rclpy.action import ActionClient
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.node import Node
+
+from phil_control.core.behavior import actions as act
+from phil_msgs.action import Gesture, Hit, Look, Move, Play
+from phil_msgs.srv import SetSpeed, Trigger
+
+STEP_TIMEOUT_S = 10.0
+ACTIVATE_TIMEOUT_S = 60.0
+
+
+@dataclass
+class Completion:
+    """Filled in when a started motion or play ends; a user goal may wait on it."""
+
+    done: threading.Event = field(default_factory=threading.Event)
+    success: bool = False
+    reason: str = ''
+    result: Any = None
+    on_feedback: Callable[[Any], None] | None = None
+
+    def finish(self, success: bool, reason: str, result: Any = None) -> None:
+        self.success, self.reason, self.result = success, reason, result
+        self.done.set()
+
+
+@dataclass(frozen=True)
+class GoalOptions:
+    """What a ROS goal adds to its protocol command (HIT has only the instrument, PLAY only
+    the id, MOVE no profile)."""
+
+    velocity: int = 5
+    hand: str = ''
+    speed: float = 1.0
+    start_bar: int = 0
+    improv: bool = False
+    profile: str = ''
+
+
+class GraphLinks:
+    """Clients of the hardware, trajectory generator and score player, and the action worker.
+
+    Args:
+        node: the behavior planner node (clients are created on it).
+        joint_names: the model's joint order (for pose moves).
+        poses: named poses, rad in joint order.
+        events: callbacks into the planner: ``motion_finished()``, ``start_completed()``,
+            ``play_ended(result)``, ``failed(reason)``, ``shutdown()``.
+    """
+
+    def __init__(self, node: Node, joint_names: tuple[str, ...], poses: dict,
+                 events: dict[str, Callable[..., None]]) -> None:
+        self._node = node
+        self._joint_names = joint_names
+        self._poses = poses
+        self._events = events
+        group = ReentrantCallbackGroup()
+        self._lifecycle_change = node.create_client(ChangeState, '/hardware/change_state',
+                                                    callback_group=group)
+        self._lifecycle_get = node.create_client(GetState, '/hardware/get_state',
+                                                 callback_group=group)
+        self._motion = {kind: ActionClient(node, kind, f'/trajectory_generator/{name}',
+                                           callback_group=group)
+                        for kind, name in ((Look, 'look'), (Gesture, 'gesture'), (Move, 'move'))}
+        self._play = ActionClient(node, Play, '/score_player/play', callback_group=group)
+        self._hit = ActionClient(node, Hit, '/score_player/hit', callback_group=group)
+        self._triggers = {name: node.create_client(Trigger, name, callback_group=group) for name in
+                          ('/trajectory_generator/halt', '/score_player/pause',
+                           '/score_player/stop', '/hardware/estop', '/hardware/reset')}
+        self._speed = node.create_client(SetSpeed, '/score_player/speed', callback_group=group)
+        self._queue: queue.Queue = queue.Queue()
+        self._motions_in_flight = 0
+        self._count_lock = threading.Lock()
+        self._worker = threading.Thread(target=self._work, name='planner-actions', daemon=True)
+        self._worker.start()
+
+    # ------------------------------------------------------------------ queueing
+    def submit(self, actions: tuple, completion: Completion | None = None,
+               options: GoalOptions | None = None) -> None:
+        """Queue a decision's actions; ``completion`` tracks its (first) motion or play."""
+        if actions:
+            self._queue.put((actions, completion, options or GoalOptions()))
+        elif completion is not None:
+            completion.finish(True, '')
+
+    def stop(self) -> None:
+        self._queue.put(None)
+
+    def _work(self) -> None:
+        while (item := self._queue.get()) is not None:
+            actions, completion, options = item
+            for action in actions:
+                try:
+                    self._run(action, completion, options)
+                except Exception as error:  # one failed step must not kill the worker
+                    reason = f'{type(action).__name__} failed: {error}'
+                    self._node.get_logger().error(reason)
+                    if completion is not None and not completion.done.is_set():
+                        completion.finish(False, reason)
+                    self._events['failed'](reason)
+                    break
+
+    # ------------------------------------------------------------------ steps
+    def _run(self, action, completion: Completion | None, options: GoalOptions) -> None:
+        if isinstance(action, act.ActivateHardware):
+            self._activate_hardware()
+            self._events['start_completed']()
+        elif isinstance(action, act.MoveToPose):
+            pose = self._poses[action.pose]
+            self._send_motion(Move, Move.Goal(joint_names=list(self._joint_names),
+                                              positions_rad=[float(v) for v in pose],
+                                              duration_s=action.duration_s,
+                                              profile=action.profile.value), completion)
+        elif isinstance(action, act.LookAt):
+            self._send_motion(Look, Look.Goal(pan_rad=action.pan_rad, tilt_rad=action.tilt_rad,
+                                              duration_s=action.duration_s), completion)
+        elif isinstance(action, act.PerformGesture):
+            self._send_motion(Gesture, Gesture.Goal(gesture=action.name), completion)
+        elif isinstance(action, act.MoveJoints):
+            names, positions = zip(*action.targets, strict=True)
+            self._send_motion(Move, Move.Goal(joint_names=list(names),
+                                              positions_rad=list(positions),
+                                              duration_s=action.duration_s,
+                                              profile=options.profile or action.profile.value),
+                              completion)
+        elif isinstance(action, act.StrikeInstrument):
+            goal = Hit.Goal(instrument=action.instrument, velocity=options.velocity,
+                            hand=options.hand)
+            self._send_goal(self._hit, goal, completion, play=False)
+        elif isinstance(action, act.StartPlay | act.ResumePlay):
+            goal = Play.Goal(score=action.play_id, speed=options.speed,
+                             start_bar=options.start_bar, improv=options.improv)
+            if isinstance(action, act.ResumePlay):
+                goal.start_bar, goal.resume = action.bar, True
+            self._send_goal(self._play, goal, completion, play=True)
+        elif isinstance(action, act.PausePlay):
+            self._trigger('/score_player/pause')
+        elif isinstance(action, act.StopPlay):
+            self._trigger('/score_player/stop')
+        elif isinstance(action, act.SetPlaySpeed):
+            self._call(self._speed, SetSpeed.Request(speed=action.speed))
+        elif isinstance(action, act.HaltMotion):
+            self._trigger('/trajectory_generator/halt')
+        elif isinstance(action, act.EstopHardware):
+            self._trigger('/hardware/estop')
+        elif isinstance(action, act.ResetHardware):
+            self._trigger('/hardware/reset')
+        elif isinstance(action, act.Shutdown):
+            self._shut_down_hardware()
+            self._events['shutdown']()
+        else:
+            raise TypeError(f'unknown action {action!r}')
+
+    def _wait(self, future, what: str, timeout_s: float = STEP_TIMEOUT_S):
+        done = threading.Event()
+        future.add_done_callback(lambda _: done.set())
+        if not done.wait(timeout_s):
+            raise TimeoutError(f'{what}: no answer within {timeout_s:.0f} s')
+        return future.result()
+
+    def _call(self, client, request, timeout_s: float = STEP_TIMEOUT_S):
+        if not client.wait_for_service(timeout_sec=timeout_s):
+            raise RuntimeError(f'service {client.srv_name} is not available')
+        return self._wait(client.call_async(request), client.srv_name, timeout_s)
+
+    def _trigger(self, name: str) -> None:
+        response = self._call(self._triggers[name], Trigger.Request())
+        if not response.accepted:
+            self._node.get_logger().warning(f'{name} refused: {response.reason}')
+
+    def _activate_hardware(self) -> None:
+        state = self._call(self._lifecycle_get, GetState.Request()).current_state.id
+        steps = {State.PRIMARY_STATE_UNCONFIGURED: (Transition.TRANSITION_CONFIGURE,
+                                                    Transition.TRANSITION_ACTIVATE),
+                 State.PRIMARY_STATE_INACTIVE: (Transition.TRANSITION_ACTIVATE,),
+                 State.PRIMARY_STATE_ACTIVE: ()}
+        if state not in steps:
+            raise RuntimeError(f'hardware lifecycle state {state} cannot be activated')
+        for transition in steps[state]:
+            request = ChangeState.Request()
+            request.transition.id = transition
+            if not self._call(self._lifecycle_change, request, ACTIVATE_TIMEOUT_S).success:
+                raise RuntimeError(f'hardware refused lifecycle transition {transition} '
+                                   '(see /hardware/status for the reason)')
+
+    def _shut_down_hardware(self) -> None:
+        if not self._lifecycle_get.wait_for_service(timeout_sec=2.0):
+            return
+        state = self._call(self._lifecycle_get, GetState.Request()).current_state.id
+        transitions = {State.PRIMARY_STATE_ACTIVE: (Transition.TRANSITION_DEACTIVATE,
+                                                    Transition.TRANSITION_CLEANUP),
+                       State.PRIMARY_STATE_INACTIVE: (Transition.TRANSITION_CLEANUP,)}
+        for transition in transitions.get(state, ()):
+            request = ChangeState.Request()
+            request.transition.id = transition
+            self._call(self._lifecycle_change, request, ACTIVATE_TIMEOUT_S)
+
+    def _send_motion(self, kind, goal, completion: Completion | None) -> None:
+        self._send_goal(self._motion[kind], goal, completion, play=False)
+
+    def _send_goal(self, client: ActionClient, goal, completion: Completion | None,
+                   play: bool) -> None:
+        play_id = getattr(goal, 'score', '')
+        if not client.wait_for_server(timeout_sec=STEP_TIMEOUT_S):
+            raise RuntimeError(f'action {client._action_name} is not available')
+        feedback = None
+        if completion is not None and completion.on_feedback is not None:
+            feedback = completion.on_feedback
+
+        def on_feedback(message) -> None:
+            if feedback is not None:
+                feedback(message.feedback)
+
+        with self._count_lock:
+            self._motions_in_flight += 0 if play else 1
+        handle = self._wait(client.send_goal_async(goal, feedback_callback=on_feedback),
+                            client._action_name)
+        if handle is None or not handle.accepted:
+            self._motion_ended(play_id, play, None, completion, False, 'goal was not accepted')
+            return
+        handle.get_result_async().add_done_callback(
+            lambda future: self._result(future, play_id, play, completion))
+
+    def _result(self, future, play_id: str, play: bool, completion: Completion | None) -> None:
+        result = future.result().result
+        self._motion_ended(play_id, play, result, completion, bool(result.success),
+                           result.reason)
+
+    def _motion_ended(self, play_id: str, play: bool, result, completion: Completion | None,
+                      success: bool, reason: str) -> None:
+        if completion is not None and not completion.done.is_set():
+            completion.finish(success, reason, result)
+        if play:
+            self._events['play_ended'](play_id, result, success, reason)
+            return
+        with self._count_lock:
+            self._motions_in_flight -= 1
+            idle = self._motions_in_flight == 0
+        if idle:
+            self._events['motion_finished']()
