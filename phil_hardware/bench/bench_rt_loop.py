@@ -1,0 +1,213 @@
+"""Benchmark of the bus-loop process against the simulated robot (udp_multicast + PTY).
+
+For each scheduling mode (SCHED_FIFO, best-effort) it starts the device simulator
+(``python -m phil_hardware.sim`` on fresh ff11:: groups), starts the bus loop through
+:class:`BusLoopClient`, activates, and for ``--duration`` seconds sends a trajectory chunk every
+0.5 s and reads snapshots at 100 Hz, like the hardware node will. It prints one JSON object per
+line:
+
+* ``tick``: period error (start-to-start minus 1 ms) and wake-up lateness p50/p99/p99.9/max
+  [us], tick work time p99/max [us], overruns and missed ticks;
+* ``bus``: frames/s per bus (sent + received) and the share of 1 Mbit/s those frames occupy
+  (worst-case bit stuffing, interframe space included);
+* ``latency``: send_chunk() to the first CAN frame carrying the chunk's target (a step probe
+  on the right wrist, seen by a sniffer with kernel receive timestamps), p50/p99/max [ms].
+
+Usage: ``python phil_hardware/bench/bench_rt_loop.py [--duration 20] [--modes fifo,nofifo]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+from phil_description.core import CanBusParams, SerialBusParams, default_robot_model
+from phil_hardware.core.bus_controller import controller_config_from_model
+from phil_hardware.core.chunk_queue import TrajectoryChunk
+from phil_hardware.core.codecs import epos4
+from phil_hardware.core.realtime import RealtimeConfig
+from phil_hardware.core.safety import SafetyConfig
+from phil_hardware.core.transport import open_can_bus
+from phil_hardware.rt import BusLoopClient, BusLoopConfig
+
+TICK_S = 0.001
+PROBE_STEP_RAD = math.radians(0.5)
+
+
+def percentiles_us(values: np.ndarray) -> dict[str, float]:
+    """p50/p99/p99.9/max of ``values`` [s] in microseconds."""
+    if values.size == 0:
+        return {}
+    p50, p99, p999 = np.percentile(values, (50, 99, 99.9))
+    return {'p50_us': round(p50 * 1e6, 2), 'p99_us': round(p99 * 1e6, 2),
+            'p99_9_us': round(p999 * 1e6, 2), 'max_us': round(float(values.max()) * 1e6, 2)}
+
+
+class Sniffer:
+    """Watches can3 for the right wrist's target RPDO; records kernel receive times."""
+
+    def __init__(self, params: CanBusParams, node_id: int) -> None:
+        self.bus = open_can_bus(params)
+        self.cob = epos4.RPDO_TARGET_POSITION_BASE + node_id
+        self.frames: list[tuple[float, int]] = []   # (wall-clock receive time, counts)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            message = self.bus.recv(0.05)
+            if message is not None and message.arbitration_id == self.cob:
+                counts = int.from_bytes(message.data[:4], 'little', signed=True)
+                self.frames.append((message.timestamp, counts))
+
+    def first_change_after(self, wall_time_s: float, old_counts: int) -> float | None:
+        for stamp, counts in list(self.frames):
+            if stamp >= wall_time_s and abs(counts - old_counts) > 100:
+                return stamp
+        return None
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(1.0)
+        self.bus.shutdown()
+
+
+def start_simulator(base: int, link: Path) -> subprocess.Popen:
+    process = subprocess.Popen(
+        [sys.executable, '-m', 'phil_hardware.sim', '--can-channel-base', f'ff11::7068:{base:x}',
+         '--dxl-port', str(link)], stdout=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if not line or 'ready' in line:
+            break
+    return process
+
+
+def run_mode(mode: str, duration_s: float, feedback_timeout_s: float) -> list[dict]:
+    model = default_robot_model(sim=True)
+    base = random.randint(0x1000, 0xFF00)
+    can_params = {name: CanBusParams(name, 'udp_multicast', f'ff11::7068:{base + i:x}', 10**6)
+                  for i, name in enumerate(model.hardware.can_buses)}
+    with tempfile.TemporaryDirectory() as tmp:
+        link = Path(tmp) / 'ttyDXL'
+        simulator = start_simulator(base, link)
+        serial = {'dxl': SerialBusParams('dxl', str(link), 4_500_000, 2.0, 1)}
+        # The Python simulator itself stalls now and then on these 2-core VMs; supervision is
+        # relaxed so a simulator hiccup does not end the measurement in FEEDBACK_TIMEOUT.
+        safety = SafetyConfig(can_feedback_timeout_s=feedback_timeout_s,
+                              serial_feedback_timeout_s=feedback_timeout_s)
+        controller = controller_config_from_model(model, can_buses=can_params,
+                                                  serial_buses=serial, safety=safety)
+        realtime = RealtimeConfig(sched_priority=40 if mode == 'fifo' else 0)
+        config = BusLoopConfig(controller, realtime,
+                               trace_capacity=int((duration_s + 2) / TICK_S))
+        client = BusLoopClient(config).start()
+        wrist = model.joint('right_wrist')
+        sniffer = Sniffer(can_params[wrist.motor.bus], wrist.motor.device_id)
+        try:
+            for step in (client.configure, client.activate):
+                result = step().result(30)
+                if not result.ok:
+                    raise RuntimeError(result.detail)
+            return measure(mode, client, sniffer, model, duration_s, can_params)
+        finally:
+            sniffer.close()
+            client.stop()
+            simulator.terminate()
+            simulator.wait(10)
+
+
+def measure(mode, client, sniffer, model, duration_s, can_params) -> list[dict]:
+    wrist = model.joint('right_wrist')
+    first = client.snapshot()
+    trace_start = first.trace_count
+    probes: list[tuple[float, int]] = []   # (wall-clock send time, wrist counts before)
+    work_p99: list[float] = []
+    work_max = 0.0
+    start = time.monotonic()
+    next_chunk = start
+    sign = 1.0
+    while time.monotonic() - start < duration_s:
+        snapshot = client.snapshot()          # 100 Hz, like the node's state publisher
+        if snapshot.tick_window:
+            work_p99.append(snapshot.work_p99_s)
+            work_max = max(work_max, snapshot.work_max_s)
+        if time.monotonic() >= next_chunk:
+            next_chunk += 0.5
+            # A small step of the right wrist that starts now: its first frame is easy to spot.
+            current = snapshot.targets_rad[wrist.index]
+            target = current + sign * PROBE_STEP_RAD
+            sign = -sign
+            before = epos4.position_rad_to_counts(wrist.motor.joint_to_motor_rad(current))
+            chunk = TrajectoryChunk(time.monotonic(), ('right_wrist',), [0.0, 0.4],
+                                    [[target], [target]])
+            probes.append((time.time(), before))
+            client.send_chunk(chunk)
+        time.sleep(0.01)
+    time.sleep(0.3)
+    last = client.snapshot()
+    latencies = []
+    for sent_wall, before in probes:
+        seen = sniffer.first_change_after(sent_wall, before)
+        if seen is not None and seen - sent_wall < 0.4:
+            latencies.append(seen - sent_wall)
+    trace = np.array(client.trace()[trace_start:])
+    period_error = np.abs(np.diff(trace))
+    elapsed = last.time_s - first.time_s
+    rows = [{
+        'bench': 'rt_loop', 'metric': 'tick', 'mode': mode, 'realtime': last.realtime,
+        'duration_s': round(elapsed, 2), 'ticks': int(trace.size),
+        'period_error': percentiles_us(period_error), 'lateness': percentiles_us(trace),
+        'work_p99_us': round(float(np.median(work_p99)) * 1e6, 1) if work_p99 else None,
+        'work_max_us': round(work_max * 1e6, 1), 'overruns': last.overruns - first.overruns,
+        'missed_ticks': last.missed_ticks - first.missed_ticks,
+        'faults': [f'{f.code.name}:{f.joint}' for f in last.faults],
+    }]
+    for name in (*can_params, 'dxl'):
+        before, after = first.buses[name], last.buses[name]
+        frames = (after.frames_sent + after.frames_received - before.frames_sent
+                  - before.frames_received) / elapsed
+        bits = (after.bits_sent + after.bits_received - before.bits_sent
+                - before.bits_received) / elapsed
+        row = {'bench': 'rt_loop', 'metric': 'bus', 'mode': mode, 'bus': name,
+               'frames_per_s': round(frames, 1)}
+        if name in can_params:
+            row['load_share_of_1mbit'] = round(bits / 1e6, 4)
+        rows.append(row)
+    ms = np.array(latencies) * 1e3
+    rows.append({'bench': 'rt_loop', 'metric': 'latency', 'mode': mode,
+                 'what': 'send_chunk -> first CAN frame with its target',
+                 'probes': len(probes), 'samples': int(ms.size),
+                 'p50_ms': round(float(np.median(ms)), 3) if ms.size else None,
+                 'p99_ms': round(float(np.percentile(ms, 99)), 3) if ms.size else None,
+                 'max_ms': round(float(ms.max()), 3) if ms.size else None})
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--duration', type=float, default=20.0, help='seconds per mode')
+    parser.add_argument('--modes', default='fifo,nofifo')
+    parser.add_argument('--feedback-timeout', type=float, default=0.5,
+                        help='feedback timeout during the run [s] (robot: 0.05)')
+    args = parser.parse_args()
+    for mode in args.modes.split(','):
+        for row in run_mode(mode.strip(), args.duration, args.feedback_timeout):
+            print(json.dumps(row), flush=True)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,29 @@
+"""Controller side of the buses below the ROS node: per-family drivers and the bus controller.
+
+:class:`BusController` is pure given a clock and transports: the bus-loop process
+(:mod:`phil_hardware.rt`) calls :meth:`BusController.tick` every millisecond and the lifecycle
+methods on command; tests drive it against the device simulators.
+"""
+
+from .config import (
+    ControllerConfig,
+    CycleConfig,
+    JointConfig,
+    SequenceTiming,
+    controller_config_from_model,
+)
+from .controller import (
+    BusController,
+    Clock,
+    ControllerError,
+    MonotonicClock,
+    MotorMissingError,
+    Transports,
+)
+from .state import Lifecycle, Measurements
+
+__all__ = [
+    'BusController', 'Clock', 'ControllerConfig', 'ControllerError', 'CycleConfig',
+    'JointConfig', 'Lifecycle', 'Measurements', 'MonotonicClock', 'MotorMissingError',
+    'SequenceTiming', 'Transports', 'controller_config_from_model',
+]

@@ -1,0 +1,225 @@
+"""Typed configuration of the bus controller, built once from the robot model and validated.
+
+Everything here is plain frozen data (picklable), so the bus-loop process receives it whole and
+never expands the URDF itself.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from phil_description.core import (
+    CanBusParams,
+    DynamixelParams,
+    Epos4Params,
+    MotorParams,
+    RobotModel,
+    SerialBusParams,
+    TMotorParams,
+)
+from phil_hardware.core.safety import JointSafety, SafetyConfig
+
+
+@dataclass(frozen=True)
+class JointConfig:
+    """One joint as the controller needs it.
+
+    Attributes:
+        name: Joint name.
+        index: Joint index (robot order).
+        lower_rad / upper_rad: URDF hard limits [rad].
+        motor: Motor parameters (family-specific dataclass from the robot model).
+        velocity_limit_rad_s: URDF velocity limit [rad/s] (feedback plausibility).
+    """
+
+    name: str
+    index: int
+    lower_rad: float
+    upper_rad: float
+    motor: MotorParams
+    velocity_limit_rad_s: float = 30.0
+
+
+@dataclass(frozen=True)
+class SequenceTiming:
+    """Waits and timeouts of the start-up and shut-down sequences [s] (FACTS section 3).
+
+    Upstream waited 100 ms between TMotor origins and 2 s after them; the origin is applied
+    at once by the drive, so shorter values are the default here and the upstream ones remain
+    available.
+    """
+
+    discovery_listen_s: float = 0.2
+    sdo_timeout_s: float = 0.5
+    origin_spacing_s: float = 0.005
+    origin_settle_s: float = 0.2
+    controlword_settle_s: float = 0.05
+    mode_switch_settle_s: float = 0.002
+    feedback_wait_s: float = 0.5
+    dxl_reply_timeout_s: float = 0.05
+    dxl_retries: int = 3
+    enable_timeout_s: float = 0.5
+
+    def __post_init__(self) -> None:
+        """Refuse negative or non-finite durations."""
+        for name, value in vars(self).items():
+            if not (math.isfinite(value) and value >= 0):
+                raise ValueError(f'sequence timing {name} must be >= 0, got {value!r}')
+
+
+@dataclass(frozen=True)
+class CycleConfig:
+    """Cyclic cadence (ARCHITECTURE section 3).
+
+    Attributes:
+        tick_s: Bus-loop period (Maxon targets + SYNC every tick) [s].
+        slow_divider: TMotor and Dynamixel every ``slow_divider`` ticks (5 -> 5 ms).
+        tmotor_phase / dxl_phase: Tick (mod divider) carrying TMotor resp. Dynamixel traffic,
+            spread so one tick never carries everything.
+        inactive_poll_ticks: While configured but not active, SYNC and a Dynamixel read every
+            this many ticks so the measured state stays readable.
+        send_error_limit: Consecutive failed sends on one bus that latch BUS_ERROR.
+    """
+
+    tick_s: float = 0.001
+    slow_divider: int = 5
+    tmotor_phase: int = 0
+    dxl_phase: int = 2
+    inactive_poll_ticks: int = 10
+    send_error_limit: int = 50
+
+    def __post_init__(self) -> None:
+        """Validate the cadence."""
+        if not (math.isfinite(self.tick_s) and 0.0001 <= self.tick_s <= 0.1):
+            raise ValueError(f'tick_s must be in [0.0001, 0.1] s, got {self.tick_s!r}')
+        if self.slow_divider < 1:
+            raise ValueError('slow_divider must be >= 1')
+        for name in ('tmotor_phase', 'dxl_phase'):
+            if not 0 <= getattr(self, name) < self.slow_divider:
+                raise ValueError(f'{name} must be in 0..{self.slow_divider - 1}')
+        if self.inactive_poll_ticks < 1 or self.send_error_limit < 1:
+            raise ValueError('inactive_poll_ticks and send_error_limit must be >= 1')
+
+
+@dataclass(frozen=True)
+class ControllerConfig:
+    """Everything the bus controller needs.
+
+    Attributes:
+        joints: All robot joints in index order.
+        can_buses / serial_buses: Bus parameters by name.
+        safety: Safety thresholds.
+        timing: Sequence waits and timeouts.
+        cycle: Cyclic cadence.
+        allow_missing: Joints that may be absent at discovery (excluded instead of an error).
+        gravity_joints: Wrist joint -> (shoulder_2, elbow, wrist) names whose measured angles
+            enter the CST gravity term.
+    """
+
+    joints: tuple[JointConfig, ...]
+    can_buses: dict[str, CanBusParams]
+    serial_buses: dict[str, SerialBusParams]
+    safety: SafetyConfig = field(default_factory=SafetyConfig)
+    timing: SequenceTiming = field(default_factory=SequenceTiming)
+    cycle: CycleConfig = field(default_factory=CycleConfig)
+    allow_missing: frozenset[str] = frozenset()
+    gravity_joints: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        """Cross-check joints, buses and the allow-missing subset."""
+        names = [joint.name for joint in self.joints]
+        unknown = sorted(set(self.allow_missing) - set(names))
+        if unknown:
+            raise ValueError(f'allow_missing names unknown joint(s): {", ".join(unknown)}')
+        for joint in self.joints:
+            buses = (self.serial_buses if isinstance(joint.motor, DynamixelParams)
+                     else self.can_buses)
+            if joint.motor.bus not in buses:
+                raise ValueError(f'joint {joint.name!r}: bus {joint.motor.bus!r} is not declared')
+        for wrist, chain in self.gravity_joints.items():
+            missing = [n for n in (wrist, *chain) if n not in names]
+            if missing:
+                raise ValueError(f'gravity chain of {wrist!r} names unknown joint(s) {missing}')
+
+    @property
+    def joint_names(self) -> tuple[str, ...]:
+        """Joint names in index order."""
+        return tuple(joint.name for joint in self.joints)
+
+    def joints_of(self, family: type) -> list[JointConfig]:
+        """Joints whose motor parameters are of ``family`` (e.g. TMotorParams)."""
+        return [joint for joint in self.joints if isinstance(joint.motor, family)]
+
+    def joint_safety(self) -> list[JointSafety]:
+        """Per-joint safety description in index order."""
+        result = []
+        for joint in self.joints:
+            motor = joint.motor
+            serial = isinstance(motor, DynamixelParams)
+            result.append(JointSafety(
+                name=joint.name, lower_rad=joint.lower_rad, upper_rad=joint.upper_rad,
+                feedback_timeout_s=(self.safety.serial_feedback_timeout_s if serial
+                                    else self.safety.can_feedback_timeout_s),
+                current_limit_a=(motor.current_limit_a if isinstance(motor, TMotorParams)
+                                 else math.inf),
+                pre_send_checks=isinstance(motor, TMotorParams)))
+        return result
+
+    @property
+    def torque_joints(self) -> frozenset[str]:
+        """Joints that accept torque mode (EPOS4 CST)."""
+        return frozenset(j.name for j in self.joints_of(Epos4Params))
+
+
+def default_gravity_joints(names: Iterable[str]) -> dict[str, tuple[str, str, str]]:
+    """Wrist -> arm chain by the naming convention ``<side>_shoulder_2/_elbow/_wrist``."""
+    names = set(names)
+    chains = {}
+    for side in ('right', 'left'):
+        chain = (f'{side}_shoulder_2', f'{side}_elbow', f'{side}_wrist')
+        if all(name in names for name in chain):
+            chains[chain[2]] = chain
+    return chains
+
+
+def controller_config_from_model(
+    model: RobotModel,
+    *,
+    safety: SafetyConfig | None = None,
+    timing: SequenceTiming | None = None,
+    cycle: CycleConfig | None = None,
+    allow_missing: Iterable[str] = (),
+    can_buses: dict[str, CanBusParams] | None = None,
+    serial_buses: dict[str, SerialBusParams] | None = None,
+) -> ControllerConfig:
+    """Build the controller configuration from the robot model.
+
+    Args:
+        model: The loaded robot model (URDF ``<ros2_control>`` parameters).
+        safety / timing / cycle: Overrides of the defaults.
+        allow_missing: Joints allowed to be absent at discovery.
+        can_buses / serial_buses: Replace the model's bus parameters (e.g. per-test groups).
+    """
+    joints = tuple(
+        JointConfig(spec.name, spec.index, spec.lower_rad, spec.upper_rad, spec.motor,
+                    spec.velocity_limit_rad_s)
+        for spec in model.joints)
+    return ControllerConfig(
+        joints=joints,
+        can_buses=dict(can_buses if can_buses is not None else model.hardware.can_buses),
+        serial_buses=dict(serial_buses if serial_buses is not None
+                          else model.hardware.serial_buses),
+        safety=safety or SafetyConfig(),
+        timing=timing or SequenceTiming(),
+        cycle=cycle or CycleConfig(),
+        allow_missing=frozenset(allow_missing),
+        gravity_joints=default_gravity_joints(model.joint_names),
+    )
+
+
+__all__ = [
+    'ControllerConfig', 'CycleConfig', 'Epos4Params', 'JointConfig', 'SequenceTiming',
+    'TMotorParams', 'controller_config_from_model', 'default_gravity_joints',
+]

@@ -1,0 +1,391 @@
+"""Trajectory chunk queue sampled by the bus loop at the actual send time (pure, no I/O).
+
+A chunk is a slice of a joint trajectory with an absolute start time on the robot's monotonic
+clock (s) and points at ``time_from_start`` (s) relative to it. The loop calls
+:meth:`ChunkQueue.sample` with the time it is about to send, so a hit lands at its score time
+and not on a control-period grid.
+
+Rules (ARCHITECTURE section 3):
+
+* Chunks wait in the queue until their start time. The chunk that starts last at or before the
+  sample time is the active one: a chunk that starts while another runs takes over at its start
+  time (splice). ``replace`` also drops every queued chunk starting at or after its start.
+* When a chunk takes over, the first segment runs from the target at that moment (position and
+  velocity) to the chunk's first point, so splicing never jumps unless the chunk itself does.
+* Between points: cubic Hermite when the chunk has velocities, else linear (the velocity
+  output is then the segment slope, used as feed-forward).
+* After its last point, and with an empty queue, the last target is held with zero velocity.
+* Joints a chunk does not name keep their target (and control mode) from the takeover moment.
+* An invalid chunk is rejected with a reason and counted; the queue never raises on sampling.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import IntEnum
+
+import numpy as np
+
+DEFAULT_MAX_QUEUED_CHUNKS = 64
+
+
+class ControlMode(IntEnum):
+    """Per-joint control mode of a chunk (mirrors phil_msgs/TrajectoryChunk MODE_*)."""
+
+    POSITION = 0  # TMotor velocity law, EPOS4 CSP, Dynamixel goal position
+    TORQUE = 1    # EPOS4 CST: kp/kd tracking plus gravity compensation
+
+
+class ChunkError(ValueError):
+    """A chunk is malformed; the message says what is wrong."""
+
+
+@dataclass(frozen=True, eq=False)
+class TrajectoryChunk:
+    """One trajectory slice as the bus loop consumes it.
+
+    Attributes:
+        start_time_s: Absolute start on the robot monotonic clock [s].
+        joint_names: Joints this chunk commands (a subset of the robot's joints, any order).
+        times_from_start_s: Point times relative to the start [s], shape (n,).
+        positions_rad: Joint positions [rad], shape (n, len(joint_names)).
+        velocities_rad_s: Joint velocities [rad/s], same shape, or None (linear interpolation).
+        control_modes: One :class:`ControlMode` per joint name, or empty for all POSITION.
+        replace: Drop queued motion from this chunk's start on.
+        sequence: Producer's sequence number (reported back, not interpreted).
+    """
+
+    start_time_s: float
+    joint_names: tuple[str, ...]
+    times_from_start_s: np.ndarray
+    positions_rad: np.ndarray
+    velocities_rad_s: np.ndarray | None = None
+    control_modes: tuple[int, ...] = ()
+    replace: bool = False
+    sequence: int = 0
+
+    def __post_init__(self) -> None:
+        """Convert sequences to float arrays; raise :class:`ChunkError` on ragged input."""
+        try:
+            object.__setattr__(self, 'joint_names', tuple(self.joint_names))
+            object.__setattr__(
+                self, 'times_from_start_s', np.asarray(self.times_from_start_s, dtype=float)
+            )
+            object.__setattr__(self, 'positions_rad', np.asarray(self.positions_rad, dtype=float))
+            if self.velocities_rad_s is not None:
+                object.__setattr__(
+                    self, 'velocities_rad_s', np.asarray(self.velocities_rad_s, dtype=float)
+                )
+            object.__setattr__(self, 'control_modes', tuple(int(m) for m in self.control_modes))
+        except (TypeError, ValueError) as error:
+            raise ChunkError(f'chunk {self.sequence}: malformed arrays ({error})') from None
+
+    @property
+    def end_time_s(self) -> float:
+        """Absolute time of the last point [s]."""
+        return float(self.start_time_s + self.times_from_start_s[-1])
+
+
+def validate_chunk(
+    chunk: object, joint_index: Mapping[str, int], torque_joints: Iterable[str] = ()
+) -> str | None:
+    """Return why ``chunk`` cannot be queued, or None when it is valid.
+
+    Args:
+        chunk: Candidate (anything may arrive through a pipe).
+        joint_index: Known joint name -> robot joint index.
+        torque_joints: Joints that accept :attr:`ControlMode.TORQUE`.
+    """
+    if not isinstance(chunk, TrajectoryChunk):
+        return f'not a TrajectoryChunk but {type(chunk).__name__}'
+    try:
+        return _validate(chunk, joint_index, frozenset(torque_joints))
+    except (TypeError, ValueError, AttributeError, IndexError) as error:
+        return f'malformed chunk: {error}'
+
+
+def _validate(
+    chunk: TrajectoryChunk, joint_index: Mapping[str, int], torque_joints: frozenset[str]
+) -> str | None:
+    if not math.isfinite(chunk.start_time_s):
+        return f'start time {chunk.start_time_s!r} is not finite'
+    names = chunk.joint_names
+    if not names:
+        return 'no joint names'
+    unknown = [name for name in names if name not in joint_index]
+    if unknown:
+        return f'unknown joint(s) {", ".join(map(repr, unknown))}'
+    if len(set(names)) != len(names):
+        return 'duplicate joint names'
+    times = chunk.times_from_start_s
+    if times.ndim != 1 or times.size == 0:
+        return 'needs at least one point'
+    if not np.isfinite(times).all():
+        return 'non-finite time_from_start'
+    if times[0] < 0.0 or (times.size > 1 and not (np.diff(times) > 0.0).all()):
+        return 'time_from_start must be >= 0 and strictly increasing'
+    shape = (times.size, len(names))
+    if chunk.positions_rad.shape != shape:
+        return f'positions shape {chunk.positions_rad.shape} != {shape} (points, joints)'
+    bad = _first_non_finite(chunk.positions_rad, names)
+    if bad:
+        return f'non-finite position for {bad}'
+    if chunk.velocities_rad_s is not None:
+        if chunk.velocities_rad_s.shape != shape:
+            return f'velocities shape {chunk.velocities_rad_s.shape} != {shape}'
+        bad = _first_non_finite(chunk.velocities_rad_s, names)
+        if bad:
+            return f'non-finite velocity for {bad}'
+    modes = chunk.control_modes
+    if modes:
+        if len(modes) != len(names):
+            return f'{len(modes)} control modes for {len(names)} joints'
+        for name, mode in zip(names, modes, strict=True):
+            if mode not in (ControlMode.POSITION, ControlMode.TORQUE):
+                return f'unknown control mode {mode} for {name!r}'
+            if mode == ControlMode.TORQUE and name not in torque_joints:
+                return f'torque mode is not available for {name!r}'
+    return None
+
+
+def _first_non_finite(values: np.ndarray, names: Sequence[str]) -> str | None:
+    finite = np.isfinite(values)
+    if finite.all():
+        return None
+    point, column = np.argwhere(~finite)[0]
+    return f'{names[column]!r} at point {point}'
+
+
+class _Prepared:
+    """A validated chunk in robot joint indices, plus its takeover anchor."""
+
+    __slots__ = ('anchor_pos', 'anchor_time', 'anchor_vel', 'end', 'indices', 'modes', 'order',
+                 'pos', 'sequence', 'start', 'times', 'vel')
+
+    def __init__(self, chunk: TrajectoryChunk, joint_index: Mapping[str, int], order: int):
+        self.start = float(chunk.start_time_s)
+        self.times = chunk.start_time_s + chunk.times_from_start_s
+        self.end = float(self.times[-1])
+        self.indices = np.array([joint_index[name] for name in chunk.joint_names], dtype=np.intp)
+        self.pos = np.array(chunk.positions_rad, dtype=float)
+        self.vel = None if chunk.velocities_rad_s is None else np.array(chunk.velocities_rad_s)
+        modes = chunk.control_modes or (ControlMode.POSITION,) * len(chunk.joint_names)
+        self.modes = np.array(modes, dtype=np.int8)
+        self.sequence = chunk.sequence
+        self.order = order
+        self.anchor_time = self.start
+        self.anchor_pos = self.pos[0]
+        self.anchor_vel = np.zeros(len(self.indices))
+
+    def evaluate(self, time_s: float) -> tuple[np.ndarray, np.ndarray]:
+        """Position and velocity of this chunk's joints at ``time_s`` (>= anchor time)."""
+        times = self.times
+        if time_s >= self.end:
+            return self.pos[-1], np.zeros(len(self.indices))
+        if time_s < times[0]:
+            return self._segment(time_s, self.anchor_time, times[0], self.anchor_pos,
+                                 self.anchor_vel, self.pos[0],
+                                 None if self.vel is None else self.vel[0])
+        i = bisect.bisect_right(times, time_s) - 1
+        return self._segment(time_s, times[i], times[i + 1], self.pos[i],
+                             None if self.vel is None else self.vel[i], self.pos[i + 1],
+                             None if self.vel is None else self.vel[i + 1])
+
+    @staticmethod
+    def _segment(t, t0, t1, p0, v0, p1, v1) -> tuple[np.ndarray, np.ndarray]:
+        h = t1 - t0
+        if h <= 0.0:
+            return p1, np.zeros(len(p1)) if v1 is None else v1
+        s = min(max((t - t0) / h, 0.0), 1.0)
+        if v1 is None:  # linear; the anchor velocity is ignored without chunk velocities
+            return p0 + s * (p1 - p0), (p1 - p0) / h
+        s2 = s * s
+        s3 = s2 * s
+        position = ((2 * s3 - 3 * s2 + 1) * p0 + (s3 - 2 * s2 + s) * h * v0
+                    + (3 * s2 - 2 * s3) * p1 + (s3 - s2) * h * v1)
+        velocity = ((6 * s2 - 6 * s) * (p0 - p1) / h + (3 * s2 - 4 * s + 1) * v0
+                    + (3 * s2 - 2 * s) * v1)
+        return position, velocity
+
+
+class ChunkQueue:
+    """Queued trajectory chunks for a fixed joint list, sampled at send time.
+
+    Not thread-safe: the bus loop owns it. All times are robot monotonic seconds.
+
+    Attributes:
+        accepted / rejected: Chunks queued / refused by :meth:`push`.
+        last_reject_reason: Why the last refused chunk was refused ('' if none).
+        superseded: Queued chunks dropped because a later one started first or replaced them.
+        active_sequence: Sequence number of the chunk being followed, -1 when holding.
+    """
+
+    def __init__(
+        self,
+        joint_names: Sequence[str],
+        initial_positions_rad: Sequence[float],
+        torque_joints: Iterable[str] = (),
+        max_queued: int = DEFAULT_MAX_QUEUED_CHUNKS,
+    ) -> None:
+        """Create an empty queue holding ``initial_positions_rad``.
+
+        Args:
+            joint_names: Robot joints in index order.
+            initial_positions_rad: Target held until the first chunk [rad].
+            torque_joints: Joints allowed to use :attr:`ControlMode.TORQUE`.
+            max_queued: Waiting chunks beyond which :meth:`push` refuses more.
+        """
+        self.joint_names = tuple(joint_names)
+        self._index = {name: i for i, name in enumerate(self.joint_names)}
+        self._torque_joints = frozenset(torque_joints)
+        self._max_queued = max_queued
+        count = len(self.joint_names)
+        self._target = np.array(initial_positions_rad, dtype=float)
+        if self._target.shape != (count,) or not np.isfinite(self._target).all():
+            raise ChunkError(f'initial positions must be {count} finite values')
+        self._velocity = np.zeros(count)
+        self._modes = np.zeros(count, dtype=np.int8)
+        self._hold = self._target.copy()
+        self._active: _Prepared | None = None
+        self._pending: list[_Prepared] = []
+        self._order = 0
+        self._last_time_s = -math.inf
+        self.accepted = 0
+        self.rejected = 0
+        self.superseded = 0
+        self.last_reject_reason = ''
+        self.active_sequence = -1
+
+    @property
+    def queued(self) -> int:
+        """Chunks waiting or running."""
+        return len(self._pending) + (self._active is not None)
+
+    @property
+    def queue_end_s(self) -> float:
+        """Robot time the queued motion ends; 0.0 when holding."""
+        # Later chunks cut earlier ones at their start, so the one starting last decides.
+        last = self._pending[-1] if self._pending else self._active
+        return 0.0 if last is None else last.end
+
+    @property
+    def target_rad(self) -> np.ndarray:
+        """Last sampled target (read-only view)."""
+        view = self._target.view()
+        view.flags.writeable = False
+        return view
+
+    def sample_view(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The arrays of the last :meth:`sample` (no new sampling; owned by the queue)."""
+        return self._target, self._velocity, self._modes
+
+    def push(self, chunk: object) -> str | None:
+        """Validate and queue a chunk.
+
+        Returns:
+            None when queued, else the reason it was rejected (also counted).
+        """
+        reason = validate_chunk(chunk, self._index, self._torque_joints)
+        if reason is None and chunk.end_time_s < self._last_time_s:
+            reason = 'chunk ends before the current time'
+        if reason is None and len(self._pending) >= self._max_queued:
+            reason = f'queue full ({self._max_queued} chunks waiting)'
+        if reason is not None:
+            self.rejected += 1
+            sequence = getattr(chunk, 'sequence', '?')
+            self.last_reject_reason = f'chunk {sequence}: {reason}'
+            return self.last_reject_reason
+        prepared = _Prepared(chunk, self._index, self._order)
+        self._order += 1
+        if chunk.replace:
+            kept = [c for c in self._pending if c.start < prepared.start]
+            self.superseded += len(self._pending) - len(kept)
+            self._pending = kept
+        self._pending.append(prepared)
+        self._pending.sort(key=lambda c: (c.start, c.order))
+        self.accepted += 1
+        return None
+
+    def sample(self, time_s: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Target positions, velocities and control modes at ``time_s``.
+
+        The returned arrays are owned by the queue and overwritten by the next call.
+
+        Args:
+            time_s: The send time on the robot monotonic clock [s].
+
+        Returns:
+            (positions [rad], velocities [rad/s], modes (:class:`ControlMode` values)).
+        """
+        pending = self._pending
+        if pending and pending[0].start <= time_s:
+            last = 0
+            while last + 1 < len(pending) and pending[last + 1].start <= time_s:
+                last += 1
+            self.superseded += last
+            self._take_over(pending[last], time_s)
+            del pending[: last + 1]
+        active = self._active
+        if active is None:
+            self._velocity[:] = 0.0
+        else:
+            self._target[:] = self._hold
+            self._velocity[:] = 0.0
+            position, velocity = active.evaluate(time_s)
+            self._target[active.indices] = position
+            self._velocity[active.indices] = velocity
+            if time_s >= active.end:
+                self._hold[active.indices] = active.pos[-1]
+                self._active = None
+                self.active_sequence = -1
+        self._last_time_s = max(self._last_time_s, time_s)
+        return self._target, self._velocity, self._modes
+
+    def _take_over(self, chunk: _Prepared, time_s: float) -> None:
+        # The anchor is the outgoing motion at the new chunk's start (or now, if it is late).
+        anchor_time = min(max(chunk.start, self._last_time_s), time_s)
+        anchor_pos = self._hold.copy() if self._active is not None else self._target.copy()
+        anchor_vel = np.zeros(len(anchor_pos))
+        if self._active is not None:
+            position, velocity = self._active.evaluate(anchor_time)
+            anchor_pos[self._active.indices] = position
+            anchor_vel[self._active.indices] = velocity
+        chunk.anchor_time = anchor_time
+        chunk.anchor_pos = anchor_pos[chunk.indices]
+        chunk.anchor_vel = anchor_vel[chunk.indices]
+        self._hold[:] = anchor_pos
+        self._modes[chunk.indices] = chunk.modes
+        self._active = chunk
+        self.active_sequence = chunk.sequence
+
+    def halt(self) -> int:
+        """Drop all motion and hold the current sampled target.
+
+        Returns:
+            Number of chunks dropped.
+        """
+        return self.hold(self._target)
+
+    def hold(self, positions_rad: Sequence[float], modes: Sequence[int] | None = None) -> int:
+        """Drop all motion and hold ``positions_rad`` (e.g. the measured pose after a fault).
+
+        Non-finite entries keep the current target of that joint.
+
+        Returns:
+            Number of chunks dropped.
+        """
+        dropped = self.queued
+        self._pending.clear()
+        self._active = None
+        self.active_sequence = -1
+        positions = np.asarray(positions_rad, dtype=float)
+        finite = np.isfinite(positions)
+        self._target[finite] = positions[finite]
+        self._hold[:] = self._target
+        self._velocity[:] = 0.0
+        if modes is not None:
+            self._modes[:] = modes
+        return dropped

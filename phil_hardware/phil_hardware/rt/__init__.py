@@ -1,0 +1,14 @@
+"""The real-time bus loop in its own process (ARCHITECTURE section 3).
+
+The hardware node creates a :class:`BusLoopClient` and calls ``start()``; the child process
+runs :class:`BusLoop` around a :class:`~phil_hardware.core.bus_controller.BusController` with
+SCHED_FIFO, CPU affinity, mlockall and a frozen GC when permitted. Commands travel through a
+pipe, the state comes back through a seqlocked shared-memory snapshot at >= 100 Hz.
+"""
+
+from .client import BusLoopClient, BusLoopError, CommandResult
+from .config import BusLoopConfig
+from .snapshot import BusCounters, BusSnapshot
+
+__all__ = ['BusCounters', 'BusLoopClient', 'BusLoopConfig', 'BusLoopError', 'BusSnapshot',
+           'CommandResult']

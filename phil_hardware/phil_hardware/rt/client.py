@@ -1,0 +1,280 @@
+"""Node-side handle of the bus-loop process.
+
+Blocking behaviour (what an rclpy callback may call):
+
+* :meth:`BusLoopClient.start` blocks until the child is ready (typically 1-3 s: interpreter
+  start and imports; at most ``start_timeout_s``). Call it from ``on_configure``/start-up, not
+  from a timer.
+* :meth:`BusLoopClient.stop` blocks until the child exited (at most ``timeout_s``).
+* Every other call returns at once (< 1 ms): commands are queued to a sender thread and return
+  a :class:`concurrent.futures.Future` resolving to a :class:`CommandResult`; use
+  ``add_done_callback``, never ``result()`` inside a callback. Lifecycle futures resolve after
+  the sequence (configure ~0.5-2 s, activate ~0.5-1 s); chunks within a tick or two.
+* :meth:`BusLoopClient.snapshot` copies the shared block (~0.1 ms) and never waits for the loop.
+* :meth:`BusLoopClient.estop` also sets a shared-memory word the loop checks every tick, so
+  the ESTOP acts within ~1 ms even while a lifecycle command runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import multiprocessing
+import queue
+import threading
+from concurrent.futures import Future
+from dataclasses import dataclass, replace
+from typing import Any
+
+from phil_hardware.core.chunk_queue import TrajectoryChunk
+from phil_hardware.core.safety import Fault, FaultCode
+
+from . import process
+from .config import BusLoopConfig
+from .shm import StateExchange
+from .snapshot import BusSnapshot, decode_snapshot
+
+SEND_QUEUE_SIZE = 256
+
+
+class BusLoopError(RuntimeError):
+    """The bus-loop process is not running (or could not start); the message says why."""
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """Outcome of one command.
+
+    Attributes:
+        ok: The command succeeded (a chunk was queued, a reset cleared everything, ...).
+        detail: Human-readable outcome or the reason for a failure.
+        value: Command-specific value (queued chunks, remaining reset reasons, missing joints).
+    """
+
+    ok: bool
+    detail: str
+    value: Any = None
+
+
+class BusLoopClient:
+    """Starts, commands and reads the bus-loop process. Thread-safe."""
+
+    def __init__(self, config: BusLoopConfig) -> None:
+        """Prepare (nothing starts until :meth:`start`)."""
+        self.config = config
+        self.joint_names = config.controller.joint_names
+        self._layout = process.snapshot_layout(config)
+        self._exchange: StateExchange | None = None
+        self._process: multiprocessing.process.BaseProcess | None = None
+        self._conn = None
+        self._ids = itertools.count(1)
+        self._pending: dict[int, Future] = {}
+        self._lock = threading.Lock()
+        self._outbox: queue.Queue = queue.Queue(SEND_QUEUE_SIZE)
+        self._threads: list[threading.Thread] = []
+        self._last: BusSnapshot | None = None
+        self._dead_reason = ''
+        self.realtime_report: dict = {}
+
+    # -- process ---------------------------------------------------------------------------
+
+    def start(self) -> BusLoopClient:
+        """Spawn the process and wait until it is ready. Blocks up to ``start_timeout_s``.
+
+        Raises:
+            BusLoopError: The child did not come up (its exit code is in the message).
+        """
+        if self._process is not None:
+            return self
+        context = multiprocessing.get_context('spawn')
+        self._exchange = StateExchange(self._layout)
+        parent, child = context.Pipe(duplex=True)
+        self._process = context.Process(target=process.run, name='phil-bus-loop',
+                                        args=(self.config, child, self._exchange.name),
+                                        daemon=True)
+        self._process.start()
+        child.close()
+        self._conn = parent
+        if not parent.poll(self.config.start_timeout_s):
+            self._process.kill()
+            self._process.join(2.0)
+            raise BusLoopError(f'bus loop did not start within {self.config.start_timeout_s} s '
+                               f'(exit code {self._process.exitcode})')
+        try:
+            tag, report = parent.recv()
+        except (EOFError, OSError) as error:
+            self._process.join(2.0)
+            raise BusLoopError(f'bus loop exited during start-up (exit code '
+                               f'{self._process.exitcode})') from error
+        if tag != 'ready':
+            raise BusLoopError(f'unexpected start-up message {tag!r}')
+        self.realtime_report = report
+        for target, name in ((self._send_loop, 'sender'), (self._receive_loop, 'receiver')):
+            thread = threading.Thread(target=target, name=f'phil-bus-loop-{name}', daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        return self
+
+    @property
+    def alive(self) -> bool:
+        """True while the child process runs."""
+        return self._process is not None and self._process.is_alive()
+
+    @property
+    def exitcode(self) -> int | None:
+        """The child's exit code once it ended."""
+        return None if self._process is None else self._process.exitcode
+
+    @property
+    def pid(self) -> int | None:
+        """The child's process id."""
+        return None if self._process is None else self._process.pid
+
+    def stop(self, timeout_s: float = 10.0) -> int | None:
+        """Orderly shutdown (deactivate, close buses) and wait for the exit. Blocks up to
+        ``timeout_s``; kills the child if it does not exit in time.
+
+        Returns:
+            The child's exit code (0 after an orderly shutdown).
+        """
+        if self._process is None:
+            return None
+        if self._process.is_alive():
+            done = self._command('shutdown')
+            # The join below decides; a failed or late reply changes nothing here.
+            with contextlib.suppress(Exception):
+                done.result(timeout_s)
+            self._process.join(timeout_s)
+            if self._process.is_alive():
+                self._process.kill()
+                self._process.join(2.0)
+        self._outbox.put(None)
+        for thread in self._threads:
+            thread.join(2.0)
+        if self._conn is not None:
+            self._conn.close()
+        if self._exchange is not None:
+            self._exchange.close()
+            self._exchange = None
+        return self._process.exitcode
+
+    # -- commands (non-blocking) -----------------------------------------------------------
+
+    def configure(self) -> Future:
+        """Open buses, discover motors, configure drives (no torque)."""
+        return self._command('configure')
+
+    def activate(self) -> Future:
+        """Zero origins at the pinned pose, enable drives, hold the current pose."""
+        return self._command('activate')
+
+    def deactivate(self) -> Future:
+        """Stop cyclic sending, Maxon shutdown, servo torque off."""
+        return self._command('deactivate')
+
+    def send_chunk(self, chunk: TrajectoryChunk) -> Future:
+        """Queue a trajectory chunk; the result says whether the loop accepted it."""
+        return self._command('chunk', chunk)
+
+    def halt(self) -> Future:
+        """Drop queued motion, hold the current target."""
+        return self._command('halt')
+
+    def estop(self, reason: str = 'emergency stop requested') -> Future:
+        """Latch ESTOP now (shared memory) and confirm through the pipe."""
+        if self._exchange is not None:
+            self._exchange.request_estop()
+        return self._command('estop', reason)
+
+    def reset(self) -> Future:
+        """Clear faults whose cause is gone; ``value`` lists the reasons of those that stay."""
+        return self._command('reset')
+
+    def _command(self, name: str, payload: object = None) -> Future:
+        future: Future = Future()
+        if not self.alive:
+            future.set_exception(BusLoopError(self._dead_text()))
+            return future
+        request_id = next(self._ids)
+        with self._lock:
+            self._pending[request_id] = future
+        try:
+            self._outbox.put_nowait((request_id, name, payload))
+        except queue.Full:
+            with self._lock:
+                self._pending.pop(request_id, None)
+            future.set_exception(BusLoopError('command queue full; the bus loop is not keeping '
+                                              'up'))
+        return future
+
+    # -- state -----------------------------------------------------------------------------
+
+    def snapshot(self) -> BusSnapshot | None:
+        """The latest state (None before the first publish). After the child died, the last
+        state with a PROCESS_DIED fault added."""
+        exchange = self._exchange
+        if exchange is not None:
+            copied = exchange.read()
+            if copied is not None:
+                self._last = decode_snapshot(self._layout, self.joint_names, *copied)
+        last = self._last
+        if last is not None and self._process is not None and not self._process.is_alive():
+            died = Fault(FaultCode.PROCESS_DIED, '', self._dead_text(), last.time_s)
+            if died not in last.faults:
+                last = replace(last, faults=(*last.faults, died))
+        return last
+
+    def trace(self) -> list[float]:
+        """Per-tick lateness samples [s] kept in shared memory (benchmarks), oldest first."""
+        exchange = self._exchange
+        if exchange is None or not len(exchange.trace):
+            return []
+        snapshot = self.snapshot()
+        count = snapshot.trace_count if snapshot else 0
+        capacity = len(exchange.trace)
+        samples = exchange.trace.copy()
+        if count <= capacity:
+            return samples[:count].tolist()
+        start = count % capacity
+        return [*samples[start:], *samples[:start]]
+
+    # -- threads ---------------------------------------------------------------------------
+
+    def _dead_text(self) -> str:
+        if self._process is None:
+            return 'bus loop not started'
+        return self._dead_reason or f'bus loop process exited (code {self._process.exitcode})'
+
+    def _send_loop(self) -> None:
+        while True:
+            message = self._outbox.get()
+            if message is None:
+                return
+            try:
+                self._conn.send(message)
+            except (OSError, EOFError, ValueError) as error:
+                self._fail(message[0], f'send to the bus loop failed: {error}')
+
+    def _receive_loop(self) -> None:
+        while True:
+            try:
+                request_id, ok, detail, value = self._conn.recv()
+            except (EOFError, OSError, TypeError, ValueError):
+                break
+            with self._lock:
+                future = self._pending.pop(request_id, None)
+            if future is not None and not future.done():
+                future.set_result(CommandResult(bool(ok), str(detail), value))
+        with self._lock:
+            pending, self._pending = self._pending, {}
+        if self._process is not None:
+            self._process.join(1.0)
+        for future in pending.values():
+            if not future.done():
+                future.set_exception(BusLoopError(self._dead_text()))
+
+    def _fail(self, request_id: int, text: str) -> None:
+        with self._lock:
+            future = self._pending.pop(request_id, None)
+        if future is not None and not future.done():
+            future.set_exception(BusLoopError(text))

@@ -1,0 +1,44 @@
+"""Configuration of the bus-loop process (picklable; sent whole to the child process)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from phil_hardware.core.bus_controller.config import ControllerConfig
+from phil_hardware.core.realtime import RealtimeConfig
+
+
+@dataclass(frozen=True)
+class BusLoopConfig:
+    """Everything the bus-loop process needs.
+
+    Attributes:
+        controller: Joints, buses, safety, sequence timing, cadence.
+        realtime: SCHED_FIFO priority, CPU affinity, mlockall, GC freeze, spin margin.
+        snapshot_every_ticks: Publish the state snapshot every this many ticks (5 -> 200 Hz).
+        stats_window_ticks: Tick-lateness percentiles are computed over windows this long.
+        trace_capacity: Ticks of per-tick lateness kept in shared memory for benchmarks
+            (0 = none).
+        commands_per_tick: Commands taken from the pipe per tick at most (bounds tick work).
+        start_timeout_s: How long :meth:`BusLoopClient.start` waits for the child [s].
+    """
+
+    controller: ControllerConfig
+    realtime: RealtimeConfig = field(default_factory=RealtimeConfig)
+    snapshot_every_ticks: int = 5
+    stats_window_ticks: int = 1000
+    trace_capacity: int = 0
+    commands_per_tick: int = 4
+    start_timeout_s: float = 20.0
+
+    def __post_init__(self) -> None:
+        """Validate once."""
+        for name in ('snapshot_every_ticks', 'stats_window_ticks', 'commands_per_tick'):
+            if getattr(self, name) < 1:
+                raise ValueError(f'{name} must be >= 1, got {getattr(self, name)}')
+        if self.trace_capacity < 0 or self.start_timeout_s <= 0:
+            raise ValueError('trace_capacity must be >= 0 and start_timeout_s > 0')
+        rate_hz = 1.0 / (self.controller.cycle.tick_s * self.snapshot_every_ticks)
+        if rate_hz < 100.0:
+            raise ValueError(f'snapshot rate {rate_hz:.0f} Hz is below 100 Hz; lower '
+                             'snapshot_every_ticks')

@@ -1,0 +1,266 @@
+"""The bus loop: absolute-deadline pacing of :meth:`BusController.tick`, commands from the
+node, the state snapshot, tick statistics.
+
+Per tick: sleep until the deadline minus a spin margin, spin to the deadline, take at most
+``commands_per_tick`` commands from the pipe, look at the ESTOP word in shared memory, run the
+controller tick with the actual time as the send time, and every ``snapshot_every_ticks``
+publish the snapshot. A tick that ends after the next deadline is an overrun; deadlines it
+missed are skipped (counted), never caught up in a burst. Nothing in the tick logs: errors
+are counted and latched as faults; text reaches the node through the snapshot.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from array import array
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from phil_hardware.core.bus_controller import BusController, ControllerError
+from phil_hardware.core.realtime import RealtimeReport, sleep_until
+from phil_hardware.core.safety import FaultCode
+
+from .config import BusLoopConfig
+from .shm import StateExchange
+from .snapshot import SnapshotWriter
+
+LIFECYCLE_COMMANDS = ('configure', 'activate', 'deactivate', 'shutdown')
+
+
+class TickStats:
+    """Lateness percentiles over fixed windows (preallocated; computed once per window)."""
+
+    def __init__(self, window: int) -> None:
+        """Create an empty window of ``window`` samples."""
+        self._samples = array('d', bytes(8 * window))
+        self._work = array('d', bytes(8 * window))
+        self._view = np.frombuffer(self._samples, dtype=np.float64)
+        self._work_view = np.frombuffer(self._work, dtype=np.float64)
+        self._count = 0
+        self.p50_s = self.p99_s = self.max_s = math.nan
+        self.work_p99_s = self.work_max_s = math.nan
+        self.window = 0
+
+    def add(self, lateness_s: float, work_s: float) -> None:
+        """Record one tick's lateness and work time; closes the window when full."""
+        self._samples[self._count] = lateness_s
+        self._work[self._count] = work_s
+        self._count += 1
+        if self._count == len(self._samples):
+            self.p50_s, self.p99_s = (float(v) for v in np.percentile(self._view, (50, 99)))
+            self.max_s = float(self._view.max())
+            self.work_p99_s = float(np.percentile(self._work_view, 99))
+            self.work_max_s = float(self._work_view.max())
+            self.window = self._count
+            self._count = 0
+
+
+class BusLoop:
+    """Runs one controller at a fixed period until told to stop or the node goes away."""
+
+    def __init__(self, config: BusLoopConfig, controller: BusController,
+                 exchange: StateExchange, conn: Any, report: RealtimeReport,
+                 clock: Callable[[], float] = time.monotonic,
+                 after_command: Callable[[], None] | None = None) -> None:
+        """Bind everything the loop needs.
+
+        Args:
+            config: Loop configuration.
+            controller: The bus controller (unconfigured).
+            exchange: Shared block (attached).
+            conn: Duplex ``multiprocessing.connection.Connection`` to the node.
+            report: What real-time treatment was applied.
+            clock: Monotonic clock [s].
+            after_command: Called after every lifecycle command (re-freezes the GC).
+        """
+        self.config = config
+        self.controller = controller
+        self.exchange = exchange
+        self.conn = conn
+        self.report = report
+        self.clock = clock
+        self.after_command = after_command
+        self.writer = SnapshotWriter(exchange, controller, tuple(config.controller.can_buses))
+        self.stats = TickStats(config.stats_window_ticks)
+        self.overruns = 0
+        self.missed_ticks = 0
+        self.loop_errors = 0
+        self.commands_handled = 0
+        self.trace_count = 0
+        self.last_error = ''
+        self.exit_code = 0
+        self._estop_seen = exchange.estop_requests()
+        self._stopping = False
+        self._resync = False
+        self._last_publish = -math.inf
+        self._period = config.controller.cycle.tick_s
+        self._publish_period = self._period * config.snapshot_every_ticks
+        self._trace = exchange.trace
+        controller.pump_hook = self._pump
+
+    # -- main loop ---------------------------------------------------------------------------
+
+    def run(self) -> int:
+        """Loop until a shutdown command or the pipe closes; returns the exit code."""
+        clock = self.clock
+        period = self._period
+        spin = self.config.realtime.spin_s
+        every = self.config.snapshot_every_ticks
+        trace = self._trace
+        capacity = len(trace)
+        tick = 0
+        self.publish(clock())
+        deadline = clock() + period
+        while not self._stopping:
+            start = sleep_until(deadline, spin, clock)
+            lateness = start - deadline
+            if capacity:
+                trace[self.trace_count % capacity] = lateness
+                self.trace_count += 1
+            try:
+                self._handle_commands()
+                self._check_estop()
+                self.controller.tick(start)
+            except Exception as error:  # the loop must outlive any bug in one tick
+                self._loop_error(error, start)
+            tick += 1
+            if tick % every == 0:
+                self.publish(start)
+            deadline += period
+            if self._resync:
+                # A lifecycle command ran inside this tick: start a fresh grid, not overruns.
+                self._resync = False
+                deadline = clock() + period
+                continue
+            end = clock()
+            self.stats.add(lateness, end - start)
+            if end > deadline:
+                self.overruns += 1
+                missed = int((end - deadline) / period) + 1
+                self.missed_ticks += missed
+                deadline += missed * period
+        self.publish(clock())
+        return self.exit_code
+
+    def publish(self, now: float) -> None:
+        """Write the snapshot."""
+        self._last_publish = now
+        stats = self.stats
+        self.writer.publish(now, {
+            'realtime': self.report.realtime, 'tick_p50_s': stats.p50_s,
+            'tick_p99_s': stats.p99_s, 'tick_max_s': stats.max_s, 'tick_window': stats.window,
+            'work_p99_s': stats.work_p99_s, 'work_max_s': stats.work_max_s,
+            'overruns': self.overruns, 'missed_ticks': self.missed_ticks,
+            'loop_errors': self.loop_errors, 'commands_handled': self.commands_handled,
+            'trace_count': self.trace_count, 'estop_seen': self._estop_seen,
+        }, {'realtime': self.report.to_dict(), 'last_error': self.last_error})
+
+    def _pump(self) -> None:
+        # Called while a lifecycle sequence waits: keep the node informed, honour ESTOP.
+        now = self.clock()
+        self._check_estop()
+        if now - self._last_publish >= self._publish_period:
+            self.publish(now)
+
+    def _check_estop(self) -> None:
+        requests = self.exchange.estop_requests()
+        if requests != self._estop_seen:
+            self._estop_seen = requests
+            self.controller.estop('ESTOP requested by the node')
+
+    def _loop_error(self, error: Exception, now: float) -> None:
+        self.loop_errors += 1
+        self.last_error = f'{type(error).__name__}: {error}'
+        safety = self.controller.safety
+        if safety.latch(FaultCode.UNKNOWN, '', f'bus loop error: {self.last_error}',
+                        now) is not None:
+            self.controller.enter_hold()
+
+    # -- commands ----------------------------------------------------------------------------
+
+    def _handle_commands(self) -> None:
+        conn = self.conn
+        for _ in range(self.config.commands_per_tick):
+            try:
+                if not conn.poll(0):
+                    return
+                message = conn.recv()
+            except (EOFError, OSError):
+                self._node_gone()
+                return
+            except Exception as error:  # an unpicklable message must not stop the loop
+                self._loop_error(error, self.clock())
+                continue
+            self.commands_handled += 1
+            self._dispatch(message)
+            if self._stopping:
+                return
+
+    def _dispatch(self, message: object) -> None:
+        try:
+            request_id, name, payload = message
+        except (TypeError, ValueError):
+            self.last_error = f'malformed command {message!r:.80}'
+            return
+        try:
+            ok, detail, value = self._execute(str(name), payload)
+        except ControllerError as error:
+            ok, detail, value = False, str(error), None
+        except Exception as error:  # report it to the caller, keep looping
+            ok, detail, value = False, f'{type(error).__name__}: {error}', None
+            self.last_error = detail
+        if name in LIFECYCLE_COMMANDS:
+            self._resync = True
+            if self.after_command is not None:
+                self.after_command()
+            self.publish(self.clock())
+        self._reply(request_id, ok, detail, value)
+
+    def _execute(self, name: str, payload: object) -> tuple[bool, str, object]:
+        ctl = self.controller
+        if name == 'chunk':
+            reason = ctl.push_chunk(payload)
+            return reason is None, reason or 'queued', ctl.queue.queued
+        if name == 'configure':
+            ctl.configure()
+            return True, f'configured; missing: {", ".join(ctl.missing) or "none"}', ctl.missing
+        if name == 'activate':
+            ctl.activate()
+            return True, 'active', None
+        if name == 'deactivate':
+            ctl.deactivate()
+            return True, 'inactive', None
+        if name == 'halt':
+            return True, 'halted', ctl.halt()
+        if name == 'estop':
+            ctl.estop(str(payload or 'emergency stop requested'))
+            return True, 'estop latched', None
+        if name == 'reset':
+            reasons = ctl.reset()
+            return not reasons, '; '.join(reasons) or 'reset', reasons
+        if name == 'shutdown':
+            ctl.shutdown()
+            self._stopping = True
+            return True, 'finalized', None
+        if name == 'ping':
+            return True, 'pong', ctl.lifecycle.value
+        return False, f'unknown command {name!r}', None
+
+    def _reply(self, request_id: object, ok: bool, detail: str, value: object) -> None:
+        try:
+            self.conn.send((request_id, ok, detail, value))
+        except (EOFError, OSError):
+            self._node_gone()
+
+    def _node_gone(self) -> None:
+        # The node died or closed the pipe: leave the motors safe, then exit.
+        if not self._stopping:
+            self._stopping = True
+            self.exit_code = 2
+            try:
+                self.controller.shutdown()
+            except Exception as error:  # finishing the exit matters more
+                self.last_error = f'shutdown after the node left: {error}'

@@ -1,0 +1,202 @@
+"""BusController against the device simulators in-process (python-can virtual buses + PTY):
+discovery, configure, activate, trajectory following, fault injection, ESTOP and reset."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pytest
+from test_bus_rig import make_rig
+
+from phil_description.core import default_robot_model
+from phil_hardware.core.bus_controller import Lifecycle, MotorMissingError
+from phil_hardware.core.chunk_queue import ControlMode, TrajectoryChunk
+from phil_hardware.core.codecs.frame import CanFrame
+from phil_hardware.core.safety import FaultCode
+
+DEG = math.pi / 180.0
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture(scope='module')
+def model():
+    return default_robot_model(sim=True)
+
+
+@pytest.fixture
+def rig(model):
+    rig = make_rig(model)
+    yield rig
+    rig.close()
+
+
+@pytest.fixture
+def active(rig):
+    rig.controller.configure()
+    rig.controller.activate()
+    return rig
+
+
+def move_chunk(ctl, goal, duration_s=1.0, delay_s=0.02, joints=None, modes=()):
+    """Cosine move of ``joints`` (default all) from the current target to ``goal``."""
+    names = joints or ctl.config.joint_names
+    index = [ctl.config.joint_names.index(n) for n in names]
+    start = np.array(ctl.queue.target_rad)[index]
+    times = np.linspace(0.0, duration_s, 21)[1:]
+    s = (1 - np.cos(np.pi * times / duration_s)) / 2
+    ds = np.pi / duration_s * np.sin(np.pi * times / duration_s) / 2
+    delta = np.asarray(goal)[index] - start
+    return TrajectoryChunk(time.monotonic() + delay_s, names, times, start + np.outer(s, delta),
+                           velocities_rad_s=np.outer(ds, delta), control_modes=modes)
+
+
+def test_discovers_all_13_configures_activates_and_follows_a_trajectory(active, model):
+    ctl = active.controller
+    assert ctl.missing == [] and all(ctl.present)
+    assert ctl.lifecycle == Lifecycle.ACTIVE
+    # Activation zeroed the TMotors at the pinned pose ('init') and holds it.
+    assert np.allclose(ctl.measured.position_rad, model.poses['init'], atol=0.5 * DEG)
+    goal = model.poses['ready']
+    assert ctl.push_chunk(move_chunk(ctl, goal, 1.0)) is None
+    active.run(2.0)
+    error = np.degrees(np.abs(np.array(ctl.measured.position_rad) - goal))
+    truth = np.degrees(np.abs(active.robot.joint_positions_rad() - goal))
+    assert error.max() < 0.5, (error, ctl.faults())
+    assert truth.max() < 0.5, truth
+    assert ctl.faults() == ()
+    can3 = active.seen['can3']
+    assert CanFrame(0x080, b'') in can3 and any(f.arbitration_id == 0x307 for f in can3)
+    assert any(f.arbitration_id == 0x304 and f.is_extended_id for f in active.seen['can1'])
+
+
+def test_missing_motors_are_named_and_an_allowed_subset_is_excluded(model):
+    rig = make_rig(model, absent_buses=['can3'])
+    try:
+        with pytest.raises(MotorMissingError, match=r'right_wrist \(EPOS4 node 7 on can3\)') as e:
+            rig.controller.configure()
+        assert e.value.missing == ['right_wrist', 'left_wrist']
+        assert rig.controller.lifecycle == Lifecycle.UNCONFIGURED
+    finally:
+        rig.close()
+    rig = make_rig(model, absent_buses=['can3'], allow_missing=['right_wrist', 'left_wrist'])
+    try:
+        rig.controller.configure()
+        rig.controller.activate()
+        assert rig.controller.missing == ['right_wrist', 'left_wrist']
+        rig.run(0.2)
+        assert rig.controller.faults() == ()   # absent motors are not supervised
+    finally:
+        rig.close()
+
+
+@pytest.mark.parametrize(('joint', 'kind', 'code'), [
+    ('right_elbow', 'silence', FaultCode.FEEDBACK_TIMEOUT),
+    ('head_pitch', 'silence', FaultCode.FEEDBACK_TIMEOUT),
+    ('left_shoulder_1', 'over_current', FaultCode.OVER_CURRENT),
+    ('head_pitch', 'over_current', FaultCode.MOTOR_ERROR),
+    ('waist', 'out_of_range', FaultCode.POSITION_OUT_OF_RANGE),
+    ('head_yaw', 'out_of_range', FaultCode.POSITION_OUT_OF_RANGE),
+    ('left_elbow', 'corrupt', FaultCode.FEEDBACK_TIMEOUT),
+    ('right_pedal', 'short', FaultCode.FEEDBACK_TIMEOUT),
+])
+def test_each_injected_fault_latches_the_right_fault_and_holds(active, joint, kind, code):
+    ctl = active.controller
+    active.run(0.05)
+    active.robot.set_fault(joint, kind)
+    assert active.run(1.0, until=lambda: ctl.safety.faulted)
+    fault = ctl.faults()[0]
+    assert (fault.code, fault.joint) == (code, joint)
+    assert ctl.holding and ctl.queue.queued == 0
+    if kind in ('corrupt', 'short'):
+        assert ctl.counters.frames_rejected > 0
+    assert ctl.push_chunk(move_chunk(ctl, ctl.queue.target_rad)) == 'faulted: reset first'
+
+
+def test_maxon_out_of_range_gets_shutdown_and_reset_waits_for_the_cause(active):
+    ctl = active.controller
+    active.run(0.05)
+    before = len(active.seen['can3'])   # activation sent Shutdown/Enable too
+    active.robot.set_fault('right_wrist', 'out_of_range')
+    assert active.run(1.0, until=lambda: ctl.safety.faulted)
+    active.run(0.02)
+    can3 = active.seen['can3'][before:]
+    shutdown = can3.index(CanFrame(0x207, b'\x06\x00'))
+    assert can3[shutdown + 1] == CanFrame(0x080, b'')
+    # No more targets for that drive after the shutdown, the other wrist keeps its targets.
+    after = can3[shutdown + 2:]
+    assert not any(f.arbitration_id == 0x307 for f in after)
+    assert any(f.arbitration_id == 0x308 for f in after)
+    assert ctl.faults()[0].code == FaultCode.POSITION_OUT_OF_RANGE
+    assert any('still out of range' in r for r in ctl.reset())
+    active.robot.clear_fault('right_wrist')
+    active.run(0.05)
+    assert ctl.reset() == []
+    active.run(0.3)
+    tail = active.seen['can3'][before + len(can3):]
+    assert CanFrame(0x207, b'\x0f\x00') in tail          # re-enabled
+    assert ctl.measured.status[7] == 'operation enabled'
+    assert ctl.push_chunk(move_chunk(ctl, ctl.queue.target_rad, 0.2)) is None
+
+
+def test_estop_holds_the_measured_pose_and_reset_allows_motion_again(active, model):
+    ctl = active.controller
+    ctl.push_chunk(move_chunk(ctl, model.poses['ready'], 1.0, delay_s=0.0))
+    active.run(0.5)
+    ctl.estop()
+    at_estop = np.array(ctl.measured.position_rad)
+    assert ctl.safety.estop_latched and ctl.holding
+    assert np.allclose(ctl.queue.target_rad, at_estop)
+    active.run(0.4)
+    settled = active.robot.joint_positions_rad()
+    active.run(0.2)
+    truth = active.robot.joint_positions_rad()
+    # Stopped (the velocity law brakes a moving arm with some overshoot) near where it was.
+    assert np.degrees(np.abs(truth - settled)).max() < 1.0
+    assert np.degrees(np.abs(truth - at_estop)).max() < 8.0
+    assert np.degrees(np.abs(truth - model.poses['ready'])).max() > 10.0  # not at the goal
+    assert ctl.faults()[0].code == FaultCode.ESTOP
+    assert ctl.reset() == []
+    assert ctl.push_chunk(move_chunk(ctl, model.poses['ready'], 0.5)) is None
+    active.run(1.0)
+    # Moving again; the gain-1000 shoulders settle with a ~2 s time constant (velocity law).
+    assert np.degrees(np.abs(active.robot.joint_positions_rad() - model.poses['ready'])).max() \
+        < 2.0
+
+
+def test_wrists_switch_to_cst_and_back_with_the_upstream_frames(active):
+    ctl = active.controller
+    goal = np.array(ctl.queue.target_rad)
+    goal[7] -= 10 * DEG
+    chunk = move_chunk(ctl, goal, 0.4, joints=['right_wrist'], modes=(ControlMode.TORQUE,))
+    active.run(0.01)
+    before = len(active.seen['can3'])   # configure wrote 0x6060 = 10 once already
+    assert ctl.push_chunk(chunk) is None
+    active.run(0.8)
+    can3 = active.seen['can3'][before:]
+    switch = can3.index(CanFrame(0x607, bytes.fromhex('2f6060000a000000')))
+    assert can3[switch + 1:switch + 3] == [CanFrame(0x207, b'\x06\x00'),
+                                          CanFrame(0x207, b'\x0f\x00')]
+    assert any(f.arbitration_id == 0x507 for f in can3[switch:])
+    assert ctl.counters.mode_switches == 1
+    assert abs(ctl.measured.position_rad[7] - goal[7]) < 5 * DEG
+    back = move_chunk(ctl, goal, 0.1, joints=['right_wrist'], modes=(ControlMode.POSITION,))
+    ctl.push_chunk(back)
+    active.run(0.3)
+    assert CanFrame(0x607, bytes.fromhex('2f60600008000000')) in active.seen['can3'][
+        before + switch:]
+    assert ctl.counters.mode_switches == 2
+
+
+def test_deactivate_stops_tmotors_shuts_maxons_down_and_releases_servos(active):
+    ctl = active.controller
+    active.run(0.05)
+    ctl.deactivate()
+    active.collect()
+    assert ctl.lifecycle == Lifecycle.INACTIVE
+    assert CanFrame(0x300, bytes(4), True) in active.seen['can0']        # waist SET_RPM 0
+    assert CanFrame(0x20A, b'\x06\x00') in active.seen['can2']           # pedal shutdown
+    sent = len(active.seen['can0'])
+    active.run(0.05)
+    assert not any(f.arbitration_id == 0x300 for f in active.seen['can0'][sent:])

@@ -1,0 +1,144 @@
+"""The bus loop in its own process against the simulator over udp_multicast (unique ff11::
+groups per test) and a PTY: start, configure, activate, chunk, snapshots, ESTOP, reset, stop."""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import signal
+import time
+
+import numpy as np
+import pytest
+
+from phil_description.core import CanBusParams, SerialBusParams, default_robot_model
+from phil_hardware.core.bus_controller import controller_config_from_model
+from phil_hardware.core.chunk_queue import TrajectoryChunk
+from phil_hardware.core.realtime import RealtimeConfig
+from phil_hardware.core.safety import FaultCode, SafetyConfig
+from phil_hardware.core.transport import open_can_bus
+from phil_hardware.rt import BusLoopClient, BusLoopConfig, BusLoopError
+from phil_hardware.sim import PtyPort, SimulatedRobot
+
+pytestmark = pytest.mark.timeout(90)
+DEG = math.pi / 180.0
+# The simulator shares this test's interpreter (and the machine's two cores): feedback can be
+# late by tens of ms, so supervision is relaxed here; the robot uses 50/100 ms.
+RELAXED = SafetyConfig(can_feedback_timeout_s=0.5, serial_feedback_timeout_s=0.5)
+
+
+@pytest.fixture(scope='module')
+def model():
+    return default_robot_model(sim=True)
+
+
+@pytest.fixture
+def simulated(model):
+    base = random.randint(0x1000, 0xFFF0)
+    params = {name: CanBusParams(name, 'udp_multicast', f'ff11::7068:{base + i:x}', 1_000_000)
+              for i, name in enumerate(model.hardware.can_buses)}
+    buses = {name: open_can_bus(p) for name, p in params.items()}
+    pty = PtyPort()
+    robot = SimulatedRobot(model, buses, pty).start()
+    serial = {'dxl': SerialBusParams('dxl', pty.slave_path, 4_500_000, 2.0, 1)}
+    yield robot, params, serial
+    robot.stop()
+    for bus in buses.values():
+        bus.shutdown()
+    pty.close()
+
+
+def make_client(model, params, serial, priority: int) -> BusLoopClient:
+    controller = controller_config_from_model(model, can_buses=params, serial_buses=serial,
+                                              safety=RELAXED)
+    return BusLoopClient(BusLoopConfig(controller, RealtimeConfig(sched_priority=priority)))
+
+
+def wait_for(client, predicate, timeout_s=3.0):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        snapshot = client.snapshot()
+        if snapshot is not None and predicate(snapshot):
+            return snapshot
+        time.sleep(0.01)
+    raise AssertionError(f'condition not met; last snapshot {client.snapshot()}')
+
+
+def test_full_cycle_with_sched_fifo(model, simulated):
+    robot, params, serial = simulated
+    client = make_client(model, params, serial, priority=40)
+    client.start()
+    try:
+        assert client.realtime_report['realtime'] is (os.geteuid() == 0)
+        configured = client.configure().result(15)
+        assert configured.ok, configured.detail
+        assert wait_for(client, lambda s: s.lifecycle == 'inactive').missing_motors == ()
+        activated = client.activate().result(15)
+        assert activated.ok, activated.detail
+        snapshot = wait_for(client, lambda s: s.lifecycle == 'active')
+        start = np.array(snapshot.targets_rad)
+        goal = model.poses['ready']
+        times = np.linspace(0.0, 1.0, 21)[1:]
+        s = (1 - np.cos(np.pi * times)) / 2
+        ds = np.pi * np.sin(np.pi * times) / 2
+        chunk = TrajectoryChunk(time.monotonic() + 0.05, model.joint_names, times,
+                                start + np.outer(s, goal - start),
+                                velocities_rad_s=np.outer(ds, goal - start), sequence=7)
+        sent_at = time.monotonic()
+        future = client.send_chunk(chunk)
+        assert time.monotonic() - sent_at < 0.005          # never blocks the caller
+        assert future.result(2).ok
+        # Snapshots at >= 100 Hz: count fresh publishes over 0.5 s.
+        first = client.snapshot().publish_count
+        time.sleep(0.5)
+        assert client.snapshot().publish_count - first >= 50
+        done = wait_for(client, lambda s: np.degrees(
+            np.abs(np.array(s.positions_rad) - goal)).max() < 0.5, timeout_s=4.0)
+        assert done.faults == () and done.chunks_accepted == 1
+        stats = wait_for(client, lambda s: s.tick_window == 1000)  # first full window
+        assert math.isfinite(stats.tick_p99_s) and stats.tick_max_s >= stats.tick_p50_s
+        assert done.buses['can3'].frames_sent > 1000 and done.buses['dxl'].frames_received > 0
+        assert done.connected == (True,) * 13
+        bad = TrajectoryChunk(time.monotonic(), ('nose',), [0.1], [[0.0]], sequence=8)
+        rejected = client.send_chunk(bad).result(2)
+        assert not rejected.ok and "unknown joint(s) 'nose'" in rejected.detail
+        client.estop().result(2)
+        held = wait_for(client, lambda s: s.estop)
+        assert held.faults[0].code == FaultCode.ESTOP and held.holding
+        reset = client.reset().result(2)
+        assert reset.ok, reset.detail
+        assert wait_for(client, lambda s: not s.estop).faults == ()
+    finally:
+        code = client.stop()
+    assert code == 0
+
+
+def test_runs_without_sched_fifo_and_reports_it(model, simulated):
+    _, params, serial = simulated
+    client = make_client(model, params, serial, priority=0)
+    client.start()
+    try:
+        assert client.realtime_report['realtime'] is False
+        assert client.configure().result(15).ok
+        snapshot = wait_for(client, lambda s: s.lifecycle == 'inactive')
+        assert snapshot.realtime is False
+        assert any('SCHED_FIFO not requested' in m for m in snapshot.messages)
+    finally:
+        assert client.stop() == 0
+
+
+def test_a_dead_loop_is_reported_and_commands_fail_cleanly(model, simulated):
+    _, params, serial = simulated
+    client = make_client(model, params, serial, priority=0)
+    client.start()
+    wait_for(client, lambda s: s.lifecycle == 'unconfigured')
+    os.kill(client.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 5
+    while client.alive and time.monotonic() < deadline:
+        time.sleep(0.01)
+    snapshot = client.snapshot()
+    assert snapshot.faults[-1].code == FaultCode.PROCESS_DIED
+    with pytest.raises(BusLoopError, match='exited'):
+        client.configure().result(2)
+    assert client.stop() == -signal.SIGKILL

@@ -1,0 +1,198 @@
+"""Transports: group policy, python-can virtual and udp_multicast buses, PTY serial port."""
+
+from __future__ import annotations
+
+import os
+import random
+import socket
+import time
+import tty
+
+import can
+import pytest
+
+from phil_description.core import CanBusParams, SerialBusParams
+from phil_hardware.core import transport
+from phil_hardware.core.codecs.frame import CanFrame
+from phil_hardware.core.transport import (
+    CanTransport,
+    SerialTransport,
+    TransportError,
+    check_multicast_group,
+    frame_bits,
+    open_can_bus,
+    open_serial_port,
+    serial_port,
+)
+
+
+def unique_group() -> str:
+    return f'ff11::7068:{random.randint(0x7000, 0xFFFF):x}'
+
+
+def drain_until(transport_: CanTransport, count: int, timeout_s: float = 1.0) -> list[CanFrame]:
+    frames: list[CanFrame] = []
+    deadline = time.monotonic() + timeout_s
+    while len(frames) < count and time.monotonic() < deadline:
+        transport_.drain(frames)
+        time.sleep(0.001)
+    return frames
+
+
+@pytest.mark.parametrize('channel', ['ff11::7068:6900', 'FF11::1'])
+def test_interface_local_groups_are_accepted(channel):
+    check_multicast_group('can0', channel)
+
+
+@pytest.mark.parametrize('channel', ['ff15:7079:7468:6f6e:6465:6d6f:6d63:6173', 'ff02::1',
+                                     'ff01::1', '239.74.163.2', 'localhost', '::1'])
+def test_other_groups_are_refused_naming_the_bus(channel):
+    with pytest.raises(TransportError, match="CAN bus 'can2'"):
+        check_multicast_group('can2', channel)
+    with pytest.raises(TransportError, match="'can2'"):
+        open_can_bus(CanBusParams('can2', 'udp_multicast', channel, 1_000_000))
+
+
+def test_unknown_interface_is_refused():
+    with pytest.raises(TransportError, match="interface 'pcan' is not supported"):
+        open_can_bus(CanBusParams('can0', 'pcan', 'x', 1_000_000))
+
+
+def test_frame_bits_count_worst_case_stuffing_and_interframe_space():
+    assert frame_bits(8, False) == 135   # 44 + 64 + 24 stuff bits + 3 IFS
+    assert frame_bits(0, False) == 55
+    assert frame_bits(8, True) == 160
+    assert frame_bits(4, True) == 120
+
+
+def test_virtual_bus_round_trip_counts_frames_and_skips_remote_frames():
+    channel = f'phil-test-{random.random()}'
+    params = CanBusParams('can0', 'virtual', channel, 1_000_000)
+    controller = CanTransport('can0', open_can_bus(params))
+    device = can.Bus(interface='virtual', channel=channel)
+    try:
+        assert controller.send(CanFrame(0x304, b'\x00\x00\x03\xe8', True))
+        message = device.recv(1.0)
+        assert (message.arbitration_id, bytes(message.data), message.is_extended_id) == (
+            0x304, b'\x00\x00\x03\xe8', True)
+        device.send(can.Message(arbitration_id=0x187, data=bytes(8), is_extended_id=False))
+        device.send(can.Message(arbitration_id=0x1, is_remote_frame=True, is_extended_id=False))
+        frames = drain_until(controller, 1)
+        assert frames == [CanFrame(0x187, bytes(8), False)]
+        assert controller.ignored == 1
+        assert controller.frames_sent == 1 and controller.frames_received == 1
+        assert controller.bits_sent == frame_bits(4, True)
+        assert controller.bits_received == frame_bits(8, False)
+        assert controller.drain([]) == 0  # nothing left, does not wait
+    finally:
+        controller.close()
+        device.shutdown()
+
+
+def test_send_failure_is_counted_not_raised():
+    class RefusingBus:
+        def send(self, message, timeout=None):
+            raise can.CanOperationError('buffer full')
+
+        def shutdown(self):
+            pass
+
+    refusing = CanTransport('can1', RefusingBus())
+    assert refusing.send(CanFrame(0x80, b'')) is False
+    assert refusing.send_errors == 1 and 'buffer full' in refusing.last_error
+
+
+def test_udp_multicast_isolates_groups_drops_echo_and_survives_garbage():
+    group, other_group = unique_group(), unique_group()
+    a = CanTransport('can0', open_can_bus(CanBusParams('can0', 'udp_multicast', group, 10**6)))
+    b = CanTransport('can0', open_can_bus(CanBusParams('can0', 'udp_multicast', group, 10**6)))
+    c = CanTransport('can1', open_can_bus(
+        CanBusParams('can1', 'udp_multicast', other_group, 10**6)))
+    raw = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    try:
+        raw.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_HOPS, 1)
+        raw.sendto(b'\xc1 not msgpack', (group, 43113))
+        assert a.send(CanFrame(0x80, b''))
+        frames = drain_until(b, 1)
+        assert frames == [CanFrame(0x80, b'')]
+        assert b.receive_errors == 1
+        time.sleep(0.02)
+        own: list[CanFrame] = []
+        a.drain(own)
+        assert own == [] and a.echoes == 1
+        other: list[CanFrame] = []
+        c.drain(other)
+        assert other == [] and c.frames_received == 0
+    finally:
+        raw.close()
+        for bus in (a, b, c):
+            bus.close()
+
+
+@pytest.fixture
+def pty_pair():
+    master, slave = os.openpty()
+    tty.setraw(master)
+    tty.setraw(slave)
+    yield master, os.ttyname(slave)
+    os.close(master)
+    os.close(slave)
+
+
+def test_serial_port_on_a_pty_opens_and_exchanges_bytes(pty_pair):
+    master, path = pty_pair
+    warnings: list[str] = []
+    assert transport.is_pty(path)
+    port = open_serial_port(SerialBusParams('dxl', path, 4_500_000, 2.0, 1), warnings.append)
+    serial_transport = SerialTransport('dxl', port)
+    try:
+        assert serial_transport.read() == b''  # non-blocking
+        assert serial_transport.write(b'\xff\xff\xfd\x00\x01')
+        assert os.read(master, 64) == b'\xff\xff\xfd\x00\x01'
+        os.write(master, b'\x01\x02\x03')
+        deadline = time.monotonic() + 1.0
+        data = b''
+        while len(data) < 3 and time.monotonic() < deadline:
+            data += serial_transport.read()
+        assert data == b'\x01\x02\x03'
+        assert serial_transport.bytes_sent == 5 and serial_transport.bytes_received == 3
+        assert all('latency' not in w for w in warnings)  # never advice for a PTY
+    finally:
+        serial_transport.close()
+
+
+def test_missing_serial_port_is_an_error_naming_the_bus(tmp_path):
+    params = SerialBusParams('dxl', str(tmp_path / 'ttyUSB9'), 4_500_000, 2.0, 1)
+    with pytest.raises(TransportError, match="serial bus 'dxl': cannot open"):
+        open_serial_port(params, lambda text: None)
+
+
+def test_latency_timer_advice_for_a_slow_usb_adapter(tmp_path, monkeypatch):
+    assert transport.read_latency_timer_ms('/dev/nonexistent-tty') is None
+    sysfs = tmp_path / 'latency_timer'
+    sysfs.write_text('16\n')
+    monkeypatch.setattr(serial_port, 'latency_timer_path', lambda port: sysfs)
+    advice = transport.latency_advice('/dev/ttyUSB0', 1)
+    assert 'latency_timer is 16 ms (wanted 1 ms)' in advice and str(sysfs) in advice
+    sysfs.write_text('1\n')
+    assert transport.latency_advice('/dev/ttyUSB0', 1) is None
+
+
+def test_serial_errors_are_counted_not_raised():
+    class BrokenPort:
+        in_waiting = 5
+
+        def write(self, data):
+            raise OSError('device disconnected')
+
+        def read(self, size):
+            raise OSError('device disconnected')
+
+        def close(self):
+            raise OSError('already gone')
+
+    broken = SerialTransport('dxl', BrokenPort())
+    assert broken.write(b'abc') is False
+    assert broken.read() == b''
+    broken.close()
+    assert broken.write_errors == 1 and broken.read_errors == 1
