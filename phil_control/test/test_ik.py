@@ -19,25 +19,14 @@ from phil_control.core.kinematics import (
     solve_arms,
     solve_arms_batch,
 )
+from phil_control.core.kinematics.model_adapter import arm_geometry, joint_limits
+from phil_description.core import default_robot_model
 
-# Upstream's numbers (FACTS.md section 10 / kinematics.json); production code takes them from the
-# URDF. Lengths in m, limits in degrees.
-UPSTREAM_GEOMETRY = ArmGeometry(
-    shoulder_offset_m=0.26, upper_arm_m=0.230, forearm_m=0.200, stick_m=0.373
-)
-UPSTREAM_LIMITS = JointLimits.from_degrees(
-    {
-        'waist': (-90.0, 90.0),
-        'right_shoulder_1': (0.0, 150.0),
-        'left_shoulder_1': (30.0, 180.0),
-        'right_shoulder_2': (-60.0, 90.0),
-        'right_elbow': (0.0, 140.0),
-        'left_shoulder_2': (-60.0, 90.0),
-        'left_elbow': (0.0, 140.0),
-        'right_wrist': (-90.0, 90.0),
-        'left_wrist': (-90.0, 90.0),
-    }
-)
+# Link lengths and limits come from the URDF, the single source (the same numbers as upstream's
+# kinematics.json, FACTS.md section 10): soft limits are the IK/planning limits.
+MODEL = default_robot_model()
+GEOMETRY = arm_geometry(MODEL)
+LIMITS = joint_limits(MODEL)
 # Wide enough that a whole-turn shift always fits: only reachability can fail.
 WIDE_LIMITS = JointLimits(dict.fromkeys(ARM_JOINT_NAMES, (-2.0 * math.pi, 2.0 * math.pi)))
 
@@ -113,21 +102,21 @@ def _reach_m(geometry: ArmGeometry, wrist_rad: float) -> tuple[float, float]:
 
 def _shoulder_xy(hand: str, waist_rad: float) -> np.ndarray:
     side = 1.0 if hand == 'right' else -1.0
-    offset = side * UPSTREAM_GEOMETRY.shoulder_offset_m
+    offset = side * GEOMETRY.shoulder_offset_m
     return offset * np.array([math.cos(waist_rad), math.sin(waist_rad)])
 
 
 def _solve(*targets_and_angles) -> IkSolution | IkFailure:
     """solve_arms with upstream's geometry and limits."""
-    return solve_arms(UPSTREAM_GEOMETRY, UPSTREAM_LIMITS, *targets_and_angles)
+    return solve_arms(GEOMETRY, LIMITS, *targets_and_angles)
 
 
 def _solve_unlimited(*targets_and_angles) -> IkSolution | IkFailure:
-    return solve_arms(UPSTREAM_GEOMETRY, WIDE_LIMITS, *targets_and_angles)
+    return solve_arms(GEOMETRY, WIDE_LIMITS, *targets_and_angles)
 
 
 def _assert_round_trip(solution: IkSolution, right_tip, left_tip) -> None:
-    tips = forward_tips(UPSTREAM_GEOMETRY, solution.positions_rad)
+    tips = forward_tips(GEOMETRY, solution.positions_rad)
     assert np.linalg.norm(tips['right'] - right_tip) < TOLERANCE_M
     assert np.linalg.norm(tips['left'] - left_tip) < TOLERANCE_M
 
@@ -141,16 +130,16 @@ def _assert_same_angles(actual, expected, tolerance_rad: float = 1e-9) -> None:
 
 
 def test_fk_oracle_matches_the_documented_poses():
-    zero = forward_tips(UPSTREAM_GEOMETRY, (0.0,) * 9)
+    zero = forward_tips(GEOMETRY, (0.0,) * 9)
     np.testing.assert_allclose(zero['right'], [0.26, 0.0, -0.803], atol=1e-12)
     np.testing.assert_allclose(zero['left'], [-0.26, 0.0, -0.803], atol=1e-12)
     ready = forward_tips(
-        UPSTREAM_GEOMETRY, tuple(math.radians(v) for v in (0, 120, 60, -10, 65, -10, 65, 45, 45))
+        GEOMETRY, tuple(math.radians(v) for v in (0, 120, 60, -10, 65, -10, 65, 45, 45))
     )
     np.testing.assert_allclose(ready['right'], [0.014, 0.425, -0.276], atol=1e-3)
     np.testing.assert_allclose(ready['left'], [-0.014, 0.425, -0.276], atol=1e-3)
     init = forward_tips(
-        UPSTREAM_GEOMETRY, tuple(math.radians(v) for v in (10, 90, 90, 0, 90, 0, 90, 90, 90))
+        GEOMETRY, tuple(math.radians(v) for v in (10, 90, 90, 0, 90, 0, 90, 90, 90))
     )
     assert init['right'][2] == pytest.approx(0.143, abs=1e-9)
     assert init['left'][2] == pytest.approx(0.143, abs=1e-9)
@@ -191,7 +180,7 @@ UNREACHABLE_AT_WAIST_ZERO = {
 def test_kit_point_at_waist_zero_with_its_own_wrist(instrument, hand):
     right_tip, left_tip, wrist_deg = KIT[instrument]
     wrist = math.radians(wrist_deg)
-    companion = forward_tips(UPSTREAM_GEOMETRY, _ready_pose(0.0, wrist))
+    companion = forward_tips(GEOMETRY, _ready_pose(0.0, wrist))
     targets = {'right': right_tip, 'left': left_tip}
     targets['left' if hand == 'right' else 'right'] = companion[
         'left' if hand == 'right' else 'right'
@@ -214,7 +203,7 @@ def test_kit_round_trip_over_waist_and_wrist_sweep(instrument, hand):
     for waist_deg in range(-60, 61, 15):
         for wrist_deg in range(-10, 31, 10):
             waist, wrist = math.radians(waist_deg), math.radians(wrist_deg)
-            companion = forward_tips(UPSTREAM_GEOMETRY, _ready_pose(waist, wrist))
+            companion = forward_tips(GEOMETRY, _ready_pose(waist, wrist))
             tips = dict(companion)
             tips[hand] = np.asarray(target)
             args = (tips['right'], tips['left'], waist, wrist, wrist)
@@ -226,7 +215,7 @@ def test_kit_round_trip_over_waist_and_wrist_sweep(instrument, hand):
             assert result.joint is not None and result.joint.startswith(hand), result
             unlimited = _solve_unlimited(*args)
             if result.reason is IkFailureReason.UNREACHABLE:
-                low, high = _reach_m(UPSTREAM_GEOMETRY, wrist)
+                low, high = _reach_m(GEOMETRY, wrist)
                 shoulder = np.append(_shoulder_xy(hand, waist), 0.0)
                 distance = np.linalg.norm(np.asarray(target) - shoulder)
                 assert not low <= distance <= high
@@ -235,7 +224,7 @@ def test_kit_round_trip_over_waist_and_wrist_sweep(instrument, hand):
                 assert result.reason is IkFailureReason.JOINT_LIMIT
                 assert isinstance(unlimited, IkSolution)
                 _assert_round_trip(unlimited, tips['right'], tips['left'])
-                lower, upper = UPSTREAM_LIMITS.bounds_rad[result.joint]
+                lower, upper = LIMITS.bounds_rad[result.joint]
                 value = unlimited.position(result.joint)
                 assert all(not lower <= value + turn * 2 * math.pi <= upper for turn in (-1, 0, 1))
     assert solved >= 10
@@ -244,9 +233,9 @@ def test_kit_round_trip_over_waist_and_wrist_sweep(instrument, hand):
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.floats(0.0, 1.0), min_size=9, max_size=9))
 def test_fk_then_ik_recovers_the_joints(fractions):
-    lower, upper = UPSTREAM_LIMITS.arm_lower_rad, UPSTREAM_LIMITS.arm_upper_rad
+    lower, upper = LIMITS.arm_lower_rad, LIMITS.arm_upper_rad
     joints = tuple(float(v) for v in lower + np.asarray(fractions) * (upper - lower))
-    tips = forward_tips(UPSTREAM_GEOMETRY, joints)
+    tips = forward_tips(GEOMETRY, joints)
     for hand in HANDS:
         shoulder_xy = _shoulder_xy(hand, joints[0])
         # shoulder_1 is undefined with the tip straight below/above the shoulder.
@@ -273,11 +262,11 @@ def test_fk_then_ik_recovers_the_joints(fractions):
     _assert_round_trip(result, tips['right'], tips['left'])
     # Upstream's IK has one branch: elbow bent forward and the tip in front of the shoulder along
     # shoulder_1's direction. Inside that branch the joints come back exactly.
-    stick = UPSTREAM_GEOMETRY.stick_m
+    stick = GEOMETRY.stick_m
     for hand, columns, wrist in (('right', (1, 3, 4), joints[7]), ('left', (2, 5, 6), joints[8])):
         shoulder_1, elbow = joints[columns[0]], joints[columns[2]]
         virtual_elbow = elbow + math.atan2(
-            stick * math.sin(wrist), UPSTREAM_GEOMETRY.forearm_m + stick * math.cos(wrist)
+            stick * math.sin(wrist), GEOMETRY.forearm_m + stick * math.cos(wrist)
         )
         shoulder_xy = _shoulder_xy(hand, joints[0])
         heading = np.array([math.cos(joints[0] + shoulder_1), math.sin(joints[0] + shoulder_1)])
@@ -351,7 +340,7 @@ def test_each_joint_outside_limits_is_named(joint, degrees):
     """Tips from the ready pose with one joint moved past its limit fail on exactly that joint."""
     pose = list(_ready_pose(0.0, math.radians(10.0)))
     pose[ARM_JOINT_NAMES.index(joint)] = math.radians(degrees)
-    tips = forward_tips(UPSTREAM_GEOMETRY, tuple(pose))
+    tips = forward_tips(GEOMETRY, tuple(pose))
     result = _solve(tips['right'], tips['left'], pose[0], pose[7], pose[8])
     assert isinstance(result, IkFailure)
     assert (result.reason, result.joint) == (IkFailureReason.JOINT_LIMIT, joint)
@@ -380,13 +369,11 @@ def test_malformed_call_raises_value_error_naming_the_argument():
     with pytest.raises(ValueError, match='left_tip_m'):
         _solve((0.0, 0.3, -0.4), (0.0, 0.3), 0.0, 0.0, 0.0)
     with pytest.raises(ValueError, match='right_tips_m'):
-        solve_arms_batch(
-            UPSTREAM_GEOMETRY, UPSTREAM_LIMITS, np.zeros((4, 2)), np.zeros((4, 3)), 0.0, 0.0, 0.0
-        )
+        solve_arms_batch(GEOMETRY, LIMITS, np.zeros((4, 2)), np.zeros((4, 3)), 0.0, 0.0, 0.0)
     with pytest.raises(ValueError, match='broadcast'):
         solve_arms_batch(
-            UPSTREAM_GEOMETRY,
-            UPSTREAM_LIMITS,
+            GEOMETRY,
+            LIMITS,
             np.zeros((4, 3)),
             np.zeros((4, 3)),
             np.zeros(5),
@@ -399,18 +386,18 @@ def test_batch_equals_scalar():
     rng = np.random.default_rng(1951)
     rows = 600
     # Two thirds are poses inside the limits (mostly solvable), the rest anything in a box.
-    lower, upper = UPSTREAM_LIMITS.arm_lower_rad, UPSTREAM_LIMITS.arm_upper_rad
+    lower, upper = LIMITS.arm_lower_rad, LIMITS.arm_upper_rad
     poses = rng.uniform(lower - 0.1, upper + 0.1, size=(rows, 9))
     right_tips = rng.uniform([-0.4, 0.1, -0.7], [0.7, 0.9, 0.2], size=(rows, 3))
     left_tips = rng.uniform([-0.7, 0.1, -0.7], [0.4, 0.9, 0.2], size=(rows, 3))
     for row in range(2 * rows // 3):
-        tips = forward_tips(UPSTREAM_GEOMETRY, tuple(poses[row]))
+        tips = forward_tips(GEOMETRY, tuple(poses[row]))
         right_tips[row], left_tips[row] = tips['right'], tips['left']
     waists, right_wrists, left_wrists = poses[:, 0], poses[:, 7], poses[:, 8]
     right_tips[::97, 1] = math.nan
     waists[5::89] = math.inf
     arguments = (right_tips, left_tips, waists, right_wrists, left_wrists)
-    batch = solve_arms_batch(UPSTREAM_GEOMETRY, UPSTREAM_LIMITS, *arguments)
+    batch = solve_arms_batch(GEOMETRY, LIMITS, *arguments)
     assert len(batch) == rows and batch.positions_rad.shape == (rows, 9)
     reasons = set()
     for row in range(rows):
@@ -439,9 +426,7 @@ def test_batch_broadcasts_one_target_over_many_waists():
     snare_right, snare_left, wrist_deg = KIT['snare']
     waists = np.radians(np.arange(-90.0, 90.1, 5.0))
     wrist = math.radians(wrist_deg)
-    batch = solve_arms_batch(
-        UPSTREAM_GEOMETRY, UPSTREAM_LIMITS, snare_right, snare_left, waists, wrist, wrist
-    )
+    batch = solve_arms_batch(GEOMETRY, LIMITS, snare_right, snare_left, waists, wrist, wrist)
     assert len(batch) == waists.size
     for row, waist in enumerate(waists):
         scalar = _solve(snare_right, snare_left, float(waist), wrist, wrist)

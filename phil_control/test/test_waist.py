@@ -10,10 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from phil_control.core.kinematics import (
-    ArmGeometry,
     IkFailureReason,
     IkSolution,
-    JointLimits,
     UpcomingWaist,
     WaistChoice,
     WaistFailure,
@@ -24,26 +22,15 @@ from phil_control.core.kinematics import (
     solve_arms,
     waist_scan_angles,
 )
+from phil_control.core.kinematics.model_adapter import arm_geometry, joint_limits
 from phil_control.core.profiles import hermite_segment
+from phil_description.core import default_robot_model
 
-# Upstream's numbers (FACTS.md section 10 / kinematics.json); production code takes them from the
-# URDF. Lengths in m, limits in degrees.
-UPSTREAM_GEOMETRY = ArmGeometry(
-    shoulder_offset_m=0.26, upper_arm_m=0.230, forearm_m=0.200, stick_m=0.373
-)
-UPSTREAM_LIMITS = JointLimits.from_degrees(
-    {
-        'waist': (-90.0, 90.0),
-        'right_shoulder_1': (0.0, 150.0),
-        'left_shoulder_1': (30.0, 180.0),
-        'right_shoulder_2': (-60.0, 90.0),
-        'right_elbow': (0.0, 140.0),
-        'left_shoulder_2': (-60.0, 90.0),
-        'left_elbow': (0.0, 140.0),
-        'right_wrist': (-90.0, 90.0),
-        'left_wrist': (-90.0, 90.0),
-    }
-)
+# Link lengths and limits come from the URDF, the single source (the same numbers as upstream's
+# kinematics.json, FACTS.md section 10): soft limits are the IK/planning limits.
+MODEL = default_robot_model()
+GEOMETRY = arm_geometry(MODEL)
+LIMITS = joint_limits(MODEL)
 # drum_coordinate.json: instrument -> (right tip m, left tip m, impact wrist deg).
 KIT = {
     'snare': ((-0.061, 0.363, -0.443), (-0.139, 0.358, -0.427), 10.0),
@@ -59,13 +46,13 @@ KIT = {
 
 
 def test_scan_is_upstreams_1801_angles():
-    angles = waist_scan_angles(UPSTREAM_LIMITS)
+    angles = waist_scan_angles(LIMITS)
     assert angles.size == 1801
     assert angles[0] == pytest.approx(-math.pi / 2, abs=1e-15)
     assert angles[-1] == pytest.approx(math.pi / 2, abs=1e-15)
     np.testing.assert_allclose(np.diff(angles), math.radians(0.1), rtol=1e-9)
     with pytest.raises(ValueError, match='step_rad'):
-        waist_scan_angles(UPSTREAM_LIMITS, 0.0)
+        waist_scan_angles(LIMITS, 0.0)
 
 
 @pytest.mark.parametrize('instrument', sorted(KIT))
@@ -73,15 +60,13 @@ def test_choice_is_feasible_and_has_minimal_cost(instrument):
     """Independent scalar re-scan: same feasible range, and the choice is the first minimum."""
     right_tip, left_tip, wrist_deg = KIT[instrument]
     wrist = math.radians(wrist_deg)
-    choice = choose_waist(UPSTREAM_GEOMETRY, UPSTREAM_LIMITS, right_tip, left_tip, wrist, wrist)
+    choice = choose_waist(GEOMETRY, LIMITS, right_tip, left_tip, wrist, wrist)
     assert isinstance(choice, WaistChoice)
 
     feasible = []
     for step in range(1801):
         waist = math.radians(-90.0 + 0.1 * step)
-        result = solve_arms(
-            UPSTREAM_GEOMETRY, UPSTREAM_LIMITS, right_tip, left_tip, waist, wrist, wrist
-        )
+        result = solve_arms(GEOMETRY, LIMITS, right_tip, left_tip, waist, wrist, wrist)
         if isinstance(result, IkSolution):
             feasible.append(result)
     first, last = feasible[0].position('waist'), feasible[-1].position('waist')
@@ -97,9 +82,7 @@ def test_choice_is_feasible_and_has_minimal_cost(instrument):
     costs = [cost(solution) for solution in feasible]
     best = feasible[int(np.argmin(costs))]
     assert choice.optimal_rad == pytest.approx(best.position('waist'), abs=1e-9)
-    chosen = solve_arms(
-        UPSTREAM_GEOMETRY, UPSTREAM_LIMITS, right_tip, left_tip, choice.optimal_rad, wrist, wrist
-    )
+    chosen = solve_arms(GEOMETRY, LIMITS, right_tip, left_tip, choice.optimal_rad, wrist, wrist)
     assert isinstance(chosen, IkSolution)
     assert cost(chosen) <= min(costs) + 1e-12
 
@@ -107,7 +90,7 @@ def test_choice_is_feasible_and_has_minimal_cost(instrument):
 def test_snare_choice_turns_the_body_left():
     right_tip, left_tip, wrist_deg = KIT['snare']
     wrist = math.radians(wrist_deg)
-    choice = choose_waist(UPSTREAM_GEOMETRY, UPSTREAM_LIMITS, right_tip, left_tip, wrist, wrist)
+    choice = choose_waist(GEOMETRY, LIMITS, right_tip, left_tip, wrist, wrist)
     assert isinstance(choice, WaistChoice)
     degrees = [
         round(math.degrees(value), 1)
@@ -117,16 +100,12 @@ def test_snare_choice_turns_the_body_left():
 
 
 def test_nothing_feasible_is_a_typed_failure():
-    failure = choose_waist(
-        UPSTREAM_GEOMETRY, UPSTREAM_LIMITS, (2.0, 0.5, 0.0), KIT['snare'][1], 0.2, 0.2
-    )
+    failure = choose_waist(GEOMETRY, LIMITS, (2.0, 0.5, 0.0), KIT['snare'][1], 0.2, 0.2)
     assert isinstance(failure, WaistFailure)
     assert failure.sample_failure.reason is IkFailureReason.UNREACHABLE
     assert failure.sample_failure.joint == 'right_elbow'
     assert 'no waist angle' in failure.detail
-    not_finite = choose_waist(
-        UPSTREAM_GEOMETRY, UPSTREAM_LIMITS, KIT['snare'][0], (math.nan, 0.3, -0.4), 0.2, 0.2
-    )
+    not_finite = choose_waist(GEOMETRY, LIMITS, KIT['snare'][0], (math.nan, 0.3, -0.4), 0.2, 0.2)
     assert isinstance(not_finite, WaistFailure)
     assert not_finite.sample_failure.reason is IkFailureReason.NOT_FINITE
 

@@ -1,0 +1,96 @@
+"""Play-motion synthesis (no ROS): from score windows to time-stamped 13-joint trajectories.
+
+Modules:
+    robot: `PlayRobot`, the robot data the generators use (from the robot model).
+    shapes: `Transition` and the curve pieces the generators are built of.
+    base_generator: Stick-tip paths between drums, time law, base wrist angle (FACTS 11.4).
+    state_generator: Elbow lift and wrist strike offsets by intensity (FACTS 11.5).
+    pedal_generator: Bass drum and hi-hat pedals (FACTS 11.6).
+    head_generator: Head yaw towards the right-hand drum and the beat nod (FACTS 11.7).
+    common: Control modes, commanded hits, `MotionError`, the cached waist choice.
+    waist_path: Piecewise waist motion in a window and its repair where the IK fails.
+    window_motion: One window -> sampled 13-joint motion and its hits (FACTS 11.3).
+    transfer: DRUM START / DRUM END moves and the score-time <-> wall-time clock.
+    timeline: Sources, improv chaining, pause truncation, `next_score_in_folder`.
+    chunk: Wall-clock chunks, scheduled hits, progress, `PlayAborted`.
+    playback: One play in progress (generation, cuts, DRUM END, improv chaining).
+    session: `PlaySession`, what the score player node drives.
+    timing: Hit-timing statistics and trajectory-sampling helpers.
+"""
+
+from __future__ import annotations
+
+from phil_control.core.play.chunk import (
+    ChunkKind,
+    MotionChunk,
+    PlayAborted,
+    PlayProgress,
+    ScheduledHit,
+    SessionBusyError,
+)
+from phil_control.core.play.common import (
+    CommandedHit,
+    ControlMode,
+    MotionError,
+    MotionErrorKind,
+    WaistChooser,
+)
+from phil_control.core.play.robot import PlayRobot, StrikeTarget, UnknownDrumError
+from phil_control.core.play.session import PlaySession
+from phil_control.core.play.timeline import (
+    PlaySource,
+    ResumePoint,
+    Timeline,
+    next_score_in_folder,
+    resolve_source,
+)
+from phil_control.core.play.timing import (
+    TimingStats,
+    downward_crossing,
+    match_hits,
+    sample_hermite,
+    timing_stats,
+)
+from phil_control.core.play.transfer import ScoreClock, TransferMove
+from phil_control.core.play.window_motion import (
+    GeneratorState,
+    WindowMotion,
+    generate_window,
+    reset_pose,
+    sample_times,
+)
+
+__all__ = [
+    'ChunkKind',
+    'CommandedHit',
+    'ControlMode',
+    'GeneratorState',
+    'MotionChunk',
+    'MotionError',
+    'MotionErrorKind',
+    'PlayAborted',
+    'PlayProgress',
+    'PlayRobot',
+    'PlaySession',
+    'PlaySource',
+    'ResumePoint',
+    'ScheduledHit',
+    'ScoreClock',
+    'SessionBusyError',
+    'StrikeTarget',
+    'Timeline',
+    'TimingStats',
+    'TransferMove',
+    'UnknownDrumError',
+    'WaistChooser',
+    'WindowMotion',
+    'downward_crossing',
+    'generate_window',
+    'match_hits',
+    'next_score_in_folder',
+    'reset_pose',
+    'resolve_source',
+    'sample_hermite',
+    'sample_times',
+    'timing_stats',
+]

@@ -1,0 +1,335 @@
+"""A play session: DRUM START, windows generated ahead on the wall clock, DRUM END.
+
+Typical use by the score player (all times in seconds of one monotonic clock)::
+
+    session = PlaySession(robot, play_list=play_list)
+    send(session.start('rock', now_s=now, current_positions_rad=q, speed=1.0))
+    every 50 ms: send(session.poll(now)); publish(session.due_hits(now))
+    send(session.set_speed(1.5, now))                 # first chunk has replace=True
+    point, chunks = session.pause(now); send(chunks)  # stops at a bar start, resume point
+    send(session.stop(now))                           # DRUM END now (replace=True)
+    send(session.hit('snare', now_s=now, current_positions_rad=q, velocity=5, hand='right'))
+
+Every chunk starts with the point the previous one ended with (see `MotionChunk`). Windows are
+generated while their start is less than one bar (at the current tempo and speed) plus
+`extra_lookahead_s` ahead of `now`. Speed changes, pauses and stops cut the generated
+motion at the first window boundary at least `margin_s` after `now`, regenerate from the state
+saved there and mark the first new chunk `replace`. Score time and wall time are related by a
+`ScoreClock`; a speed change starts at that boundary, so nothing jumps and no score time is lost.
+A PAUSE ends the play at the first bar start at least 1.2 s of score time after the cut (so no
+arm has started moving towards a note that will not be played) and returns the resume point.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from phil_control.core.play.base_generator import HIT_LOOKAHEAD_S
+from phil_control.core.play.chunk import (
+    MotionChunk,
+    PlayAborted,
+    PlayProgress,
+    ScheduledHit,
+    SessionBusyError,
+)
+from phil_control.core.play.common import WaistChooser
+from phil_control.core.play.playback import Playback
+from phil_control.core.play.robot import PlayRobot
+from phil_control.core.play.timeline import (
+    PlaySource,
+    ResumePoint,
+    hit_source,
+    resolve_source,
+)
+from phil_control.core.score import PlayList, normalize_speed
+
+
+class PlaySession:
+    """Plays scores and single HITs; one play at a time, reusable afterwards.
+
+    Not thread-safe: call from one thread (the node's executor).
+
+    Attributes:
+        robot: Robot data.
+        play_list: Play list for ids (None: scores by path only).
+        margin_s: How far after `now` a new or replacing chunk may start, s (covers the time
+            to deliver it to the trajectory generator).
+        extra_lookahead_s: Generated motion reaches one bar plus this beyond `now`, s.
+        resume_point: Saved by `pause`, cleared by `start` and `stop`.
+        audio: Audio track of the current play ('' when silent or resumed).
+    """
+
+    def __init__(
+        self,
+        robot: PlayRobot,
+        play_list: PlayList | None = None,
+        margin_s: float = 0.1,
+        extra_lookahead_s: float = 0.5,
+    ) -> None:
+        """Set up; nothing moves until `start` or `hit`."""
+        self.robot = robot
+        self.play_list = play_list
+        self.margin_s = margin_s
+        self.extra_lookahead_s = extra_lookahead_s
+        self.resume_point: ResumePoint | None = None
+        self.audio = ''
+        self._chooser = WaistChooser(robot)
+        self._play: Playback | None = None
+        self._reported = 0
+
+    # ----------------------------------------------------------------------------- commands
+    def start(
+        self,
+        score: str,
+        *,
+        now_s: float,
+        current_positions_rad: np.ndarray,
+        speed: float = 1.0,
+        start_bar: int = 0,
+        improv: bool = False,
+    ) -> list[MotionChunk]:
+        """Begin playing a play-list id or score path (PLAY; RESUME with `start_bar`).
+
+        Args:
+            score: Play-list id or score file path.
+            now_s: Current wall time, s.
+            current_positions_rad: (13,) last commanded pose (DRUM START starts there).
+            speed: Initial speed, clamped to 0.5..2.0.
+            start_bar: 0 for the whole score, else skip the rows of earlier bars.
+            improv: Play the score's folder back to back until stopped or paused.
+
+        Returns:
+            DRUM START (from `now_s` + margin) and any windows already due.
+
+        Raises:
+            SessionBusyError: A play is still running at `now_s`.
+            FileNotFoundError, ScoreError: Unknown id or file, malformed score.
+            SpeedError: `speed` is not a number.
+            PlayAborted: The start pose cannot be reached (nothing moves).
+        """
+        self._ensure_idle(now_s)
+        source = resolve_source(score, self.play_list, start_bar)
+        self.resume_point = None
+        chunks = self._begin(source, now_s, current_positions_rad, speed, improv)
+        self.audio = '' if start_bar else source.audio
+        return chunks
+
+    def resume(
+        self,
+        point: ResumePoint,
+        *,
+        now_s: float,
+        current_positions_rad: np.ndarray,
+        speed: float = 1.0,
+    ) -> list[MotionChunk]:
+        """Continue a paused play from its bar, without audio (upstream RESUME)."""
+        return self.start(
+            point.play_id,
+            now_s=now_s,
+            current_positions_rad=current_positions_rad,
+            speed=speed,
+            start_bar=point.bar,
+        )
+
+    def hit(
+        self,
+        instrument: str,
+        *,
+        now_s: float,
+        current_positions_rad: np.ndarray,
+        velocity: int = 5,
+        hand: str | None = None,
+    ) -> list[MotionChunk]:
+        """Strike one instrument once: DRUM START (sticks over the snare), strike, DRUM END.
+
+        The strike lands 5.0 s after `now_s` + margin (4.0 s DRUM START + 1.0 s).
+
+        Args:
+            instrument: HIT name ('bass', 'snare', ..., 'open hihat').
+            now_s: Current wall time, s.
+            current_positions_rad: (13,) last commanded pose.
+            velocity: Intensity 1..7.
+            hand: 'right' / 'left' to override upstream's hand rule, None to keep it.
+
+        Returns:
+            Every chunk of the HIT; the strike is `commanded_hits[0]`.
+
+        Raises:
+            UnknownInstrumentError: Unknown name.
+            ValueError: Bad velocity, or a hand given for the bass drum.
+            SessionBusyError, PlayAborted: As `start` (an unreachable strike moves nothing).
+        """
+        self._ensure_idle(now_s)
+        source = hit_source(instrument, velocity, hand)
+        chunks = self._begin(source, now_s, current_positions_rad, 1.0, False)
+        chunks += self._play.fill(math.inf, 0.0)
+        if self._play.aborted is not None:
+            aborted, self._play = self._play.aborted, None
+            raise aborted
+        self.audio = ''
+        return chunks
+
+    def poll(self, now_s: float) -> list[MotionChunk]:
+        """Generate the windows (and finally DRUM END) that are due; call every few 10 ms."""
+        if self._play is None or self._play.end is not None:
+            return []
+        return self._play.fill(now_s, self.extra_lookahead_s)
+
+    def set_speed(self, speed: float, now_s: float) -> list[MotionChunk]:
+        """Change the playback speed (clamped to 0.5..2.0) from the next window boundary.
+
+        Returns:
+            Regenerated chunks; the first one replaces queued motion.
+        """
+        speed = normalize_speed(speed, clamp=True)
+        play = self._play
+        if play is None or play.end is not None:
+            return []
+        play.cut(play.clock.score_at(now_s + self.margin_s))
+        play.requested_speed = speed
+        return play.fill(now_s, self.extra_lookahead_s, replace=True)
+
+    def pause(self, now_s: float) -> tuple[ResumePoint | None, list[MotionChunk]]:
+        """Stop at the next bar start (at least 1.2 s of score ahead) and save a resume point.
+
+        Returns:
+            The resume point (None when no bar start is left: the play just ends) and the
+            regenerated chunks (the first one replaces queued motion).
+        """
+        play = self._play
+        if play is None or play.end is not None:
+            return None, []
+        cut_s = play.cut(play.clock.score_at(now_s + self.margin_s))
+        play.stop_improv()
+        bar_start = play.timeline.bar_start_after(max(cut_s, 0.0) + HIT_LOOKAHEAD_S)
+        if bar_start is not None:
+            event = play.timeline.events[bar_start]
+            self.resume_point = ResumePoint(play.timeline.source_of(bar_start).play_id, event.bar)
+            play.timeline.end_silently_at(bar_start)
+        return self.resume_point, play.fill(now_s, self.extra_lookahead_s, replace=True)
+
+    def stop(self, now_s: float) -> list[MotionChunk]:
+        """Abort now: DRUM END from the first window boundary after `now_s` + margin.
+
+        Returns:
+            The DRUM END chunks (the first replaces queued motion), or [] when not playing.
+        """
+        play = self._play
+        if play is None or play.end is not None:
+            return []
+        self.resume_point = None
+        cut_s = play.cut(play.clock.score_at(now_s + self.margin_s))
+        if cut_s < 0.0:
+            return play.finish_at(now_s + self.margin_s, replace=True)
+        return play.finish_from_last(replace=True)
+
+    # ------------------------------------------------------------------------------ queries
+    @property
+    def aborted(self) -> PlayAborted | None:
+        """Why the current (or last) play ended early; it has queued DRUM END to ready."""
+        return self._play.aborted if self._play is not None else None
+
+    @property
+    def commanded_hits(self) -> tuple[ScheduledHit, ...]:
+        """Every hit of the current (or last) play still scheduled, in time order."""
+        return tuple(self._play.hits) if self._play is not None else ()
+
+    def due_hits(self, now_s: float) -> list[ScheduledHit]:
+        """Hits whose instant has passed since the last call (for /phil/hits)."""
+        if self._play is None:
+            return []
+        hits = self._play.hits
+        self._reported = min(self._reported, len(hits))
+        due = [hit for hit in hits[self._reported :] if hit.command_time_s <= now_s]
+        self._reported += len(due)
+        return due
+
+    @property
+    def speed(self) -> float:
+        """Requested playback speed (a window may run slower, see `guarded_windows`)."""
+        return self._play.requested_speed if self._play is not None else 1.0
+
+    @property
+    def guarded_windows(self) -> int:
+        """Windows the velocity guard played slower than requested (see `playback`)."""
+        return self._play.guarded_windows if self._play is not None else 0
+
+    def score_time_at(self, wall_s: float) -> float:
+        """Score time at a wall time (negative during DRUM START), s.
+
+        Raises:
+            RuntimeError: No play was started.
+        """
+        return self._require_play().clock.score_at(wall_s)
+
+    def wall_time_at(self, score_s: float) -> float:
+        """Wall time of a score time, s (score time 0 = end of DRUM START; audio starts there).
+
+        Raises:
+            RuntimeError: No play was started.
+        """
+        return self._require_play().clock.wall_at(score_s)
+
+    @property
+    def end_time_s(self) -> float | None:
+        """Wall time at which DRUM END completes (None while it is not queued yet)."""
+        end = self._play.end if self._play is not None else None
+        return end.end_time_s if end is not None else None
+
+    def finished(self, now_s: float) -> bool:
+        """True when no play is running at `now_s` (never started, or DRUM END completed)."""
+        end = self.end_time_s
+        return self._play is None or (end is not None and now_s >= end)
+
+    def progress(self, now_s: float) -> PlayProgress:
+        """Bar, speed, score time, elapsed time and hits played at `now_s`."""
+        play = self._play
+        if play is None:
+            return PlayProgress('', 0, 0, 1.0, 0.0, 0.0, 0)
+        score_s = max(play.clock.score_at(now_s), 0.0)
+        events = play.timeline.events
+        reached = next((e for e in reversed(events) if e.time_s <= score_s), events[0])
+        source = play.timeline.source_of(reached.index)
+        played = [hit for hit in play.hits if hit.command_time_s <= now_s]
+        elapsed = now_s - played[0].command_time_s if played else 0.0
+        return PlayProgress(
+            source.play_id,
+            reached.bar,
+            source.score.total_bars,
+            play.clock.speed_at(score_s),
+            score_s,
+            elapsed,
+            len(played),
+        )
+
+    # ----------------------------------------------------------------------------- internals
+    def _ensure_idle(self, now_s: float) -> None:
+        if not self.finished(now_s):
+            raise SessionBusyError('a play is still running; stop it or wait for DRUM END')
+
+    def _require_play(self) -> Playback:
+        if self._play is None:
+            raise RuntimeError('no play has been started')
+        return self._play
+
+    def _begin(
+        self,
+        source: PlaySource,
+        now_s: float,
+        current_positions_rad: np.ndarray,
+        speed: float,
+        improv: bool,
+    ) -> list[MotionChunk]:
+        play = Playback(
+            self.robot,
+            source,
+            now_s + self.margin_s,
+            current_positions_rad,
+            speed,
+            improv,
+            self._chooser,
+        )
+        self._play, self._reported = play, 0
+        return [*play.drum_start(), *play.fill(now_s, self.extra_lookahead_s)]

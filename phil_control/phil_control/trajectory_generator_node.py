@@ -1,0 +1,388 @@
+"""trajectory_generator: LOOK / GESTURE / MOVE / POSE goals -> time-stamped hardware chunks.
+
+Actions (phil_msgs): ``~/look``, ``~/gesture``, ``~/move``, ``~/pose``.
+Topics: publishes ``hardware/trajectory_chunks`` (TrajectoryChunk, each published
+``publish_lead_s`` before its start stamp) and ``~/commanded_state`` (sensor_msgs/JointState,
+transient local: positions at the end of the queued motion, stamped with the time they are
+reached); subscribes ``~/chunks`` (TrajectoryChunk from the score player: validated, forwarded,
+queued) and ``joint_states`` (the initial state, see below).
+Service: ``~/halt`` (phil_msgs/Trigger): drop queued motion and stop smoothly from the commanded
+sample ``publish_lead_s`` from now (one ``replace`` chunk); aborts every goal still moving.
+
+Goal handling: every goal is accepted; the execute callback validates and plans it, and a bad
+goal is *aborted at once* with ``success = false`` and the reason (unknown joint, outside limits,
+too fast with the shortest allowed duration, NaN, bad duration, ...) and publishes nothing. A
+rejected goal (GoalResponse.REJECT) would carry no reason back to the client. A goal accepted
+while motion is queued starts at the end of it. Feedback (progress, time remaining) comes at
+``1 / feedback_period_s``; the result arrives when the motion has ended. Cancelling a goal halts
+all motion smoothly (bounded deceleration from the commanded state, no jump); the cancelled goal
+finishes when the joints are at rest, goals queued behind it are aborted.
+
+Concurrency: execute callbacks block on a per-goal event in a ReentrantCallbackGroup, so the node
+needs a MultiThreadedExecutor with more threads than ``max_active_goals`` (``main`` builds one).
+Blocking is deliberate: an ``async`` execute callback awaiting an rclpy future makes the executor
+resume it on every spin, i.e. busy-wait. The timer, the subscriptions and the service share one
+MutuallyExclusiveCallbackGroup; one lock guards the planner and the chunk queue.
+
+Clock: every stamp (chunk starts, commanded_state) is on one clock, by default the node's ROS
+clock like every ROS stamp (the hardware node maps it onto the monotonic clock its bus loop
+samples with, ARCHITECTURE section 3); the score player stamps ``~/chunks`` on the same clock.
+``stamp_clock: monotonic`` stamps CLOCK_MONOTONIC instead.
+
+Initial state: the ``initial_positions_rad`` parameter if given; otherwise the model's ``init``
+pose, replaced by every ``joint_states`` measurement until the first motion is commanded (so the
+first motion starts where the robot really is, even if the arms moved before torque was on).
+
+Parameters: ``ros_conversions.PARAMETERS`` (validated once into ``GeneratorConfig``; a bad value
+stops start-up).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from functools import partial
+
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.executors import MultiThreadedExecutor
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+
+from phil_control import ros_conversions as convert
+from phil_control.core.motion import (
+    Chunk,
+    MotionPlanner,
+    Rejection,
+    RejectReason,
+    chunk_trajectory,
+)
+from phil_control.ros_conversions import EXECUTOR_THREADS, PARAMETERS, GeneratorConfig
+from phil_description.core import default_robot_model
+from phil_description.node_runner import run_node
+from phil_msgs.action import Gesture, Look, Move, Pose
+from phil_msgs.msg import TrajectoryChunk
+from phil_msgs.srv import Trigger
+
+LATCHED = QoSProfile(
+    depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE
+)
+CHUNKS_QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
+# Commanded motion older than this is forgotten, s.
+_HISTORY_S = 1.0
+# How often a blocked execute callback re-checks for shutdown, s.
+_WAIT_SLICE_S = 0.1
+
+
+@dataclass(eq=False)
+class _Goal:
+    """An accepted goal waiting for its motion to end."""
+
+    handle: object
+    feedback_type: type
+    start_s: float
+    end_s: float
+    done: threading.Event = field(default_factory=threading.Event)
+    finished: threading.Event = field(default_factory=threading.Event)
+    outcome: tuple[str, str] | None = None
+    cancelling: bool = False
+    next_feedback_s: float = -math.inf
+
+
+class TrajectoryGenerator(Node):
+    """Plans motion goals, publishes them as chunks ahead of time, forwards score chunks."""
+
+    def __init__(self, *, model=None, clock_ns=None, **node_options) -> None:
+        """Read and validate the parameters, build the planner, create the ROS interfaces.
+
+        Args:
+            model: Robot model; default the installed description.
+            clock_ns: Time source in ns replacing the ``stamp_clock`` parameter (tests).
+            **node_options: Passed to ``Node`` (e.g. ``context``, ``parameter_overrides``).
+
+        Raises:
+            ValueError: Naming a bad parameter.
+        """
+        super().__init__('trajectory_generator', **node_options)
+        self.config = self._read_config()
+        if clock_ns is None:
+            ros_clock = self.get_clock()
+            clock_ns = (
+                time.monotonic_ns
+                if self.config.stamp_clock == 'monotonic'
+                else lambda: ros_clock.now().nanoseconds
+            )
+        self._clock_ns = clock_ns
+        self.model = model if model is not None else default_robot_model()
+        names = self.model.joint_names
+        initial = self.config.initial_positions_rad
+        if initial and len(initial) != len(names):
+            raise ValueError(
+                f'parameter initial_positions_rad needs {len(names)} values ({", ".join(names)}), '
+                f'got {len(initial)}'
+            )
+        self._timebase = convert.TimeBase(self._clock_ns())
+        self._planner = MotionPlanner(
+            self.model,
+            initial_positions_rad=initial or None,
+            initial_time_s=0.0,
+            defaults=self.config.defaults,
+            halt_deceleration_rad_s2=self.config.halt_deceleration_rad_s2,
+            tolerance=self.config.continuity,
+        )
+        self._lock = threading.Lock()
+        self._pending: deque[Chunk] = deque()
+        self._goals: list[_Goal] = []
+        self._closing = False
+        io_group = MutuallyExclusiveCallbackGroup()
+        action_group = ReentrantCallbackGroup()
+        self._chunk_pub = self.create_publisher(
+            TrajectoryChunk, 'hardware/trajectory_chunks', CHUNKS_QOS
+        )
+        self._state_pub = self.create_publisher(JointState, '~/commanded_state', LATCHED)
+        self.create_subscription(
+            TrajectoryChunk, '~/chunks', self._on_chunk, CHUNKS_QOS, callback_group=io_group
+        )
+        if not initial:
+            self.create_subscription(
+                JointState, 'joint_states', self._on_joint_states, 10, callback_group=io_group
+            )
+        self.create_service(Trigger, '~/halt', self._on_halt, callback_group=io_group)
+        self._servers = [
+            ActionServer(
+                self,
+                action,
+                f'~/{name}',
+                execute_callback=partial(self._execute, action, to_request),
+                goal_callback=lambda _goal: GoalResponse.ACCEPT,
+                cancel_callback=lambda _goal: CancelResponse.ACCEPT,
+                callback_group=action_group,
+            )
+            for name, action, to_request in (
+                ('look', Look, convert.look_request),
+                ('gesture', Gesture, convert.gesture_request),
+                ('move', Move, convert.move_request),
+                ('pose', Pose, convert.pose_request),
+            )
+        ]
+        self.create_timer(self.config.publish_period_s, self._on_tick, callback_group=io_group)
+        self._publish_state()
+        self.get_logger().info(
+            f'ready: {len(names)} joints, chunks {self.config.chunking.chunk_duration_s} s / '
+            f'{self.config.chunking.point_spacing_s} s points, lead {self.config.publish_lead_s} s'
+        )
+
+    def close_goals(self, timeout_s: float = 1.0) -> None:
+        """Stop accepting goals, abort the waiting ones and give their callbacks time to end."""
+        with self._lock:
+            self._closing = True
+            goals = list(self._goals)
+            for goal in goals:
+                self._resolve(goal, 'abort', 'trajectory_generator is shutting down')
+        for goal in goals:
+            goal.finished.wait(timeout_s)
+
+    def destroy_node(self) -> None:
+        """``close_goals``, then destroy the node."""
+        self.close_goals()
+        super().destroy_node()
+
+    def _read_config(self) -> GeneratorConfig:
+        values = {
+            name: self.declare_parameter(
+                name, default, ParameterDescriptor(description=description)
+            ).value
+            for name, (default, description) in PARAMETERS.items()
+        }
+        return GeneratorConfig.from_parameters(values)
+
+    def _execute(self, action, to_request, goal_handle):
+        """Validate and plan the goal, then block (this thread only) until its motion ends."""
+        request = to_request(goal_handle.request)
+        goal = None
+        with self._lock:
+            if self._closing:
+                problem = 'trajectory_generator is shutting down'
+            elif not isinstance(self.executor, MultiThreadedExecutor):
+                problem = 'trajectory_generator needs a MultiThreadedExecutor'
+            elif isinstance(request, Rejection):
+                problem = str(request)
+            elif len(self._goals) >= self.config.max_active_goals:
+                problem = str(
+                    Rejection(
+                        RejectReason.QUEUE_FULL,
+                        f'{len(self._goals)} goals are queued (max_active_goals)',
+                    )
+                )
+            else:
+                now = self._now_s()
+                planned = self._planner.submit(request, now + self.config.publish_lead_s)
+                if isinstance(planned, Rejection):
+                    problem = str(planned)
+                else:
+                    problem = None
+                    goal = _Goal(
+                        goal_handle, action.Feedback, planned.motion_start_s, planned.end_s
+                    )
+                    self._goals.append(goal)
+                    self._pending.extend(
+                        chunk_trajectory(planned.trajectory, self.config.chunking)
+                    )
+                    self._publish_due(now)
+                    self._publish_state()
+        if goal is None:
+            self.get_logger().warning(f'{action.__name__} goal rejected: {problem}')
+            goal_handle.abort()
+            return action.Result(success=False, reason=problem)
+        while not goal.done.wait(_WAIT_SLICE_S):
+            if self._closing:
+                break
+        kind, reason = goal.outcome or ('abort', 'trajectory_generator is shutting down')
+        if kind == 'succeed':
+            goal_handle.succeed()
+        elif kind == 'canceled':
+            goal_handle.canceled()
+        else:
+            goal_handle.abort()
+        goal.finished.set()
+        return action.Result(success=kind == 'succeed', reason=reason)
+
+    def _resolve(self, goal: _Goal, kind: str, reason: str) -> None:
+        """Finish a goal (lock held): its execute callback returns the outcome."""
+        if goal in self._goals:
+            self._goals.remove(goal)
+        goal.outcome = (kind, reason)
+        goal.done.set()
+
+    def _on_tick(self) -> None:
+        with self._lock:
+            now = self._now_s()
+            cancelled = [
+                g for g in self._goals if not g.cancelling and g.handle.is_cancel_requested
+            ]
+            if cancelled:
+                halt_s, rest_s = self._halt(now)
+                for goal in cancelled:
+                    goal.cancelling, goal.end_s = True, rest_s
+                self._abort_moving_after(halt_s, 'halted because another goal was cancelled')
+            for goal in list(self._goals):
+                if now >= goal.end_s:
+                    if goal.cancelling:
+                        self._resolve(goal, 'canceled', f'cancelled; at rest at t={now:.3f} s')
+                    else:
+                        self._resolve(goal, 'succeed', '')
+                elif now >= goal.next_feedback_s:
+                    goal.next_feedback_s = now + self.config.feedback_period_s
+                    self._feedback(goal, now)
+            self._publish_due(now)
+            self._planner.prune(now - _HISTORY_S)
+
+    def _feedback(self, goal: _Goal, now: float) -> None:
+        feedback = goal.feedback_type()
+        feedback.progress = min(
+            1.0, max(0.0, (now - goal.start_s) / max(goal.end_s - goal.start_s, 1e-9))
+        )
+        feedback.time_remaining_s = max(0.0, goal.end_s - now)
+        goal.handle.publish_feedback(feedback)
+
+    def _publish_due(self, now: float) -> None:
+        """Publish every queued chunk whose start is at most publish_lead_s away (lock held)."""
+        horizon = now + self.config.publish_lead_s
+        while self._pending and self._pending[0].start_s <= horizon:
+            self._chunk_pub.publish(convert.chunk_to_msg(self._pending.popleft(), self._timebase))
+
+    def _flush_pending(self, before_s: float) -> None:
+        """Publish queued chunks that start before ``before_s`` now, drop the rest (lock held)."""
+        while self._pending and self._pending[0].start_s < before_s:
+            self._chunk_pub.publish(convert.chunk_to_msg(self._pending.popleft(), self._timebase))
+        self._pending.clear()
+
+    def _halt(self, now: float) -> tuple[float, float]:
+        """Stop from the commanded sample publish_lead_s ahead (lock held): (halt, rest) times."""
+        halt_s = now + self.config.publish_lead_s
+        plan = self._planner.halt_at(halt_s)
+        self._flush_pending(halt_s)
+        self._pending.extend(
+            chunk_trajectory(plan.trajectory, self.config.chunking, replace_first=True)
+        )
+        self._publish_due(now)
+        self._publish_state()
+        if plan.limited_by is not None:
+            self.get_logger().warning(
+                f'halt shortened to stop {plan.limited_by} at its limit '
+                f'(deceleration up to {plan.deceleration_rad_s2.max():.1f} rad/s^2)'
+            )
+        return halt_s, plan.trajectory.end_s
+
+    def _abort_moving_after(self, time_s: float, reason: str) -> None:
+        for goal in list(self._goals):
+            if not goal.cancelling and goal.end_s > time_s:
+                self._resolve(goal, 'abort', reason)
+
+    def _on_halt(self, _request, response):
+        with self._lock:
+            halt_s, rest_s = self._halt(self._now_s())
+            for goal in list(self._goals):
+                if goal.cancelling:
+                    self._resolve(goal, 'canceled', 'cancelled; halted by ~/halt')
+            self._abort_moving_after(halt_s, 'halted by ~/halt')
+        self.get_logger().info(f'halt: at rest at t={rest_s:.3f} s')
+        response.accepted = True
+        return response
+
+    def _on_chunk(self, msg: TrajectoryChunk) -> None:
+        chunk = convert.msg_to_chunk(msg, self._timebase)
+        with self._lock:
+            if not isinstance(chunk, Rejection):
+                result = self._planner.accept_chunk(chunk, self._now_s())
+                chunk = result if isinstance(result, Rejection) else chunk
+            if isinstance(chunk, Rejection):
+                problem = chunk
+            else:
+                problem = None
+                # Keep the hardware's arrival order = time order: queued chunks go out first.
+                self._flush_pending(chunk.start_s if chunk.replace else math.inf)
+                if chunk.replace:
+                    self._abort_moving_after(chunk.start_s, 'replaced by a chunk on ~/chunks')
+                self._chunk_pub.publish(msg)
+                self._publish_state()
+        if problem is not None:
+            self.get_logger().warning(f'chunk {msg.sequence} from ~/chunks rejected: {problem}')
+
+    def _on_joint_states(self, msg: JointState) -> None:
+        with self._lock:
+            if self._planner.has_commanded:
+                return
+            state = self._planner.state
+            positions = convert.measured_positions(
+                msg, self.model.joint_names, state.positions_rad
+            )
+            moved = abs(positions - state.positions_rad).max(initial=0.0) > 1e-4
+            if self._planner.set_initial_state(positions, self._now_s()) and moved:
+                self._publish_state()
+
+    def _now_s(self) -> float:
+        return self._timebase.to_seconds(self._clock_ns())
+
+    def _publish_state(self) -> None:
+        self._state_pub.publish(
+            convert.joint_state_msg(self.model.joint_names, self._planner.state, self._timebase)
+        )
+
+
+def main(args: list[str] | None = None) -> None:
+    """Console entry point: run the node in a MultiThreadedExecutor."""
+    run_node(
+        TrajectoryGenerator,
+        args,
+        make_executor=lambda: MultiThreadedExecutor(num_threads=EXECUTOR_THREADS),
+    )
+
+
+if __name__ == '__main__':
+    main()
