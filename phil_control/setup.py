@@ -1,6 +1,7 @@
 """Install the phil_control package."""
 
 from glob import glob
+from pathlib import Path
 
 from setuptools import find_packages, setup
 
@@ -15,6 +16,10 @@ setup(
         (f'share/{PACKAGE}', ['package.xml']),
         (f'share/{PACKAGE}/config', glob('config/*.yaml')),
         (f'share/{PACKAGE}/launch', glob('launch/*.py')),
+        # The project's scores (kept at the repository root) and their play list.
+        (f'share/{PACKAGE}/scores', glob('../scores/*.yaml')),
+        *[(f'share/{PACKAGE}/scores/{Path(folder).name}', glob(f'{folder}/*.txt'))
+          for folder in sorted(glob('../scores/*/'))],
     ],
     install_requires=['setuptools'],
     tests_require=['pytest'],

@@ -1,51 +1,77 @@
 """Phil: the whole robot on a ROS 2 install.
 
-    ros2 launch phil_bringup robot.launch.py [sim:=true] [rviz:=true]
+    ros2 launch phil_bringup robot.launch.py [sim:=true] [rviz:=true] [tcp_port:=1951]
+        [tcp_address:=127.0.0.1] [log_dir:=/path] [rt_priority:=40]
 
 The node set comes from phil_bringup.core.node_set, the same declaration the launcher uses
 on machines without ROS launch.
 """
 
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument
+from launch.actions import DeclareLaunchArgument, ExecuteProcess, OpaqueFunction
 from launch.conditions import IfCondition
 from launch.substitutions import Command, LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
 
-from phil_bringup.core.node_set import NODE_SET
+from phil_bringup.core.node_set import nodes_for
 
 ARGUMENTS = {
     'sim': ('false', 'Drive the device simulators instead of can0..3 and /dev/ttyUSB0.'),
     'rviz': ('false', 'Start rviz2 with the robot and drum-kit display.'),
+    'tcp_address': ('127.0.0.1', 'Address the brain TCP server binds to.'),
+    'tcp_port': ('1951', 'Port of the brain TCP server.'),
+    'log_dir': ('', 'Run folder for CSV logs (empty: no logs).'),
+    'rt_priority': ('40', 'SCHED_FIFO priority of the bus loop (0: normal scheduler).'),
 }
 
 
+def launch_setup(context):
+    sim = LaunchConfiguration('sim').perform(context).lower() in ('true', '1')
+    log_dir = LaunchConfiguration('log_dir').perform(context)
+    bringup_share = FindPackageShare('phil_bringup').perform(context)
+    actions = []
+    for spec in nodes_for(sim):
+        if not spec.ros_node:
+            command = [spec.executable, *spec.arguments, '--ros']
+            if log_dir:
+                command += ['--impacts-jsonl', f'{log_dir}/impacts.jsonl']
+            actions.append(ExecuteProcess(
+                cmd=['ros2', 'run', spec.package, *command], name=spec.name, output='screen'))
+            continue
+        parameters = []
+        if spec.parameter_file_for(sim):
+            parameters.append(f'{bringup_share}/config/{spec.parameter_file_for(sim)}')
+        overrides = {'sim': sim}
+        if log_dir:
+            overrides['log_dir'] = log_dir
+        if spec.name == 'tcp_bridge':
+            overrides['address'] = LaunchConfiguration('tcp_address').perform(context)
+            overrides['port'] = int(LaunchConfiguration('tcp_port').perform(context))
+        if spec.name == 'hardware':
+            overrides['sched_priority'] = int(LaunchConfiguration('rt_priority').perform(context))
+        if spec.package == 'phil_description':
+            # robot_state_publisher publishes /robot_description here.
+            overrides['publish_robot_description'] = False
+        parameters.append(overrides)
+        actions.append(Node(package=spec.package, executable=spec.executable, name=spec.name,
+                            parameters=parameters, arguments=list(spec.arguments),
+                            output='screen'))
+    return actions
+
+
 def generate_launch_description() -> LaunchDescription:
-    sim = LaunchConfiguration('sim')
     description_share = FindPackageShare('phil_description')
-    bringup_share = FindPackageShare('phil_bringup')
     robot_description = ParameterValue(
         Command(['xacro ', PathJoinSubstitution([description_share, 'urdf', 'phil.urdf.xacro']),
-                 ' sim:=', sim]),
+                 ' sim:=', LaunchConfiguration('sim')]),
         value_type=str)
     actions = [DeclareLaunchArgument(name, default_value=default, description=description)
                for name, (default, description) in ARGUMENTS.items()]
     actions.append(Node(package='robot_state_publisher', executable='robot_state_publisher',
                         parameters=[{'robot_description': robot_description}]))
-    for spec in NODE_SET:
-        parameters = [{'sim': ParameterValue(sim, value_type=bool)}]
-        if spec.parameter_file:
-            parameters.insert(0, PathJoinSubstitution([bringup_share, 'config',
-                                                       spec.parameter_file]))
-        if spec.package == 'phil_description':
-            # robot_state_publisher already publishes /robot_description here.
-            parameters.append({'publish_robot_description': False})
-        actions.append(Node(package=spec.package, executable=spec.executable, name=spec.name,
-                            parameters=parameters, arguments=list(spec.arguments),
-                            condition=IfCondition(sim) if spec.sim_only else None,
-                            output='screen'))
+    actions.append(OpaqueFunction(function=launch_setup))
     actions.append(Node(package='rviz2', executable='rviz2',
                         arguments=['-d', PathJoinSubstitution([description_share, 'rviz',
                                                                'phil.rviz'])],

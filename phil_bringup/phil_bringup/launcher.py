@@ -1,11 +1,14 @@
-"""Run Phil's node set as separate processes without a ROS launch install.
+"""Run Phil's node set as separate processes, without a ROS launch install.
 
-Starts every node of :data:`phil_bringup.core.node_set.NODE_SET` (the same declaration
-robot.launch.py uses) with its parameter file, prints where to connect, forwards Ctrl-C to
-all of them and waits for a clean exit. If a required process dies, it names it and stops
-the rest.
+Starts every process of :data:`phil_bringup.core.node_set.NODE_SET` (the declaration
+robot.launch.py uses too) with its parameter file: against the simulated robot by default
+(device simulators on IPv6 interface-local multicast CAN and a PTY), or ``--real``. Prints where
+to connect, forwards Ctrl-C to every process and waits for a clean exit. QUIT ends the ROS
+nodes; the launcher then stops the simulators and exits 0. If a process dies on its own, it
+says which; the hardware keeps holding the last target (or, if the hardware node died, its
+bus loop disables the drives).
 
-Usage: ``python -m phil_bringup.launcher [--real] [--log-dir DIR]``
+Usage: ``python -m phil_bringup.launcher [--real] [--log-dir DIR] [--tcp-port N] [--demo ID]``
 """
 
 from __future__ import annotations
@@ -15,13 +18,17 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 from phil_bringup.core.node_set import NodeSpec, nodes_for
 
-STOP_TIMEOUT_S = 10.0
+STOP_TIMEOUT_S = 15.0
+SIMULATOR_READY_TIMEOUT_S = 30.0
+SIMULATOR_READY_LINE = 'device simulator ready'
 
 
 def package_prefix(package: str) -> Path:
@@ -37,53 +44,106 @@ def config_path(file_name: str) -> Path:
     return Path(get_package_share_directory('phil_bringup')) / 'config' / file_name
 
 
-def node_command(spec: NodeSpec, sim: bool) -> list[str]:
-    """The command line ``ros2 run`` would build for ``spec``."""
+def node_command(spec: NodeSpec, sim: bool, log_dir: Path | None = None,
+                 overrides: dict[str, str] | None = None) -> list[str]:
+    """The command line ``ros2 run`` would build for ``spec``; for a plain process the
+    ``overrides`` are its ``--option value`` pairs."""
     executable = package_prefix(spec.package) / 'lib' / spec.package / spec.executable
-    command = [str(executable), *spec.arguments, '--ros-args', '-r', f'__node:={spec.name}']
-    if spec.parameter_file:
-        command += ['--params-file', str(config_path(spec.parameter_file))]
-    return command + ['-p', f'sim:={"true" if sim else "false"}']
+    command = [str(executable), *spec.arguments]
+    if not spec.ros_node:
+        if spec.executable == 'device_simulator':
+            command.append('--ros')  # detected impacts on /phil/sim/impacts
+            if log_dir is not None:
+                command += ['--impacts-jsonl', str(log_dir / 'impacts.jsonl')]
+        for option, value in (overrides or {}).items():
+            command += [f'--{option}', value]
+        return command
+    command += ['--ros-args', '-r', f'__node:={spec.name}']
+    parameter_file = spec.parameter_file_for(sim)
+    if parameter_file:
+        command += ['--params-file', str(config_path(parameter_file))]
+    parameters = {'sim': 'true' if sim else 'false', **(overrides or {})}
+    if log_dir is not None:
+        parameters['log_dir'] = str(log_dir)
+    for name, value in parameters.items():
+        command += ['-p', f'{name}:={value}']
+    return command
 
 
 @dataclass
 class Running:
     spec: NodeSpec
     process: subprocess.Popen
+    ready: threading.Event = field(default_factory=threading.Event)
 
 
 class Launcher:
-    """Start, watch and stop the node processes."""
+    """Start, watch and stop the processes."""
 
-    def __init__(self, specs: list[NodeSpec], sim: bool, log_dir: Path | None) -> None:
+    def __init__(self, specs: list[NodeSpec], sim: bool, log_dir: Path | None,
+                 overrides: dict[str, dict[str, str]] | None = None) -> None:
         self._specs = specs
         self._sim = sim
         self._log_dir = log_dir
+        self._overrides = overrides or {}
         self._running: list[Running] = []
         self._stopping = False
 
     def start(self) -> None:
+        if self._log_dir is not None:
+            self._log_dir.mkdir(parents=True, exist_ok=True)
         for spec in self._specs:
-            output = None
-            if self._log_dir is not None:
-                self._log_dir.mkdir(parents=True, exist_ok=True)
-                output = open(self._log_dir / f'{spec.name}.log', 'w')  # noqa: SIM115
-            process = subprocess.Popen(node_command(spec, self._sim), stdout=output,
-                                       stderr=subprocess.STDOUT if output else None)
-            self._running.append(Running(spec, process))
+            command = node_command(spec, self._sim, self._log_dir, self._overrides.get(spec.name))
+            process = subprocess.Popen(command, stdout=subprocess.PIPE,
+                                       stderr=subprocess.STDOUT, text=True, bufsize=1,
+                                       start_new_session=True)
+            running = Running(spec, process)
+            log = (self._log_dir / f'{spec.name}.log').open('w') if self._log_dir else None
+            threading.Thread(target=self._pump, args=(running, log), daemon=True).start()
+            self._running.append(running)
             print(f'[phil] started {spec.package}/{spec.executable} as {spec.name} '
                   f'(pid {process.pid})', flush=True)
+            if not spec.ros_node and not running.ready.wait(SIMULATOR_READY_TIMEOUT_S):
+                raise RuntimeError(f'{spec.name} did not report ready within '
+                                   f'{SIMULATOR_READY_TIMEOUT_S:.0f} s')
+
+    @staticmethod
+    def _pump(running: Running, log: IO[str] | None) -> None:
+        """Copy a process's output to its log (or the console), watching for readiness."""
+        prefix = f'[{running.spec.name}] '
+        for line in running.process.stdout:
+            if SIMULATOR_READY_LINE in line or running.spec.ros_node:
+                running.ready.set()
+            if log is not None:
+                log.write(line)
+                log.flush()
+            else:
+                sys.stdout.write(prefix + line)
+                sys.stdout.flush()
+        if log is not None:
+            log.close()
+
+    def ros_nodes_finished(self) -> bool:
+        """Every ROS node exited with 0 (the graph was QUIT)."""
+        nodes = [r for r in self._running if r.spec.ros_node]
+        return bool(nodes) and all(r.process.poll() == 0 for r in nodes)
 
     def watch(self) -> int:
-        """Block until Ctrl-C or a required process exits; return the exit status to use."""
+        """Block until Ctrl-C, QUIT (all ROS nodes done) or a process dying; return a status."""
+        reported: set[str] = set()
         while not self._stopping:
+            if self.ros_nodes_finished():
+                print('[phil] every node exited after QUIT', flush=True)
+                return 0
             for running in self._running:
                 code = running.process.poll()
-                if code is not None and running.spec.required:
-                    print(f'[phil] {running.spec.name} exited with code {code}; stopping the '
-                          f'graph', file=sys.stderr, flush=True)
-                    self.stop()
-                    return code or 1
+                if code not in (None, 0) and running.spec.name not in reported:
+                    reported.add(running.spec.name)
+                    print(f'[phil] {running.spec.name} died (exit code {code}); the robot holds '
+                          f'its last target. Ctrl-C stops everything.', file=sys.stderr,
+                          flush=True)
+            if reported and all(r.process.poll() is not None for r in self._running):
+                return 1
             time.sleep(0.2)
         return 0
 
@@ -100,31 +160,67 @@ class Launcher:
                 code = running.process.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 print(f'[phil] {running.spec.name} did not stop; killing it', file=sys.stderr)
-                running.process.kill()
+                os.killpg(running.process.pid, signal.SIGKILL)
                 code = running.process.wait()
             if code not in (0, -signal.SIGINT):
                 worst = worst or code
         return worst
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--real', action='store_true',
                         help='drive the real robot (can0..3, /dev/ttyUSB0) instead of the '
                              'simulators')
     parser.add_argument('--log-dir', type=Path, default=None,
-                        help='write each process output to DIR/<node>.log')
-    args = parser.parse_args(argv)
+                        help='run folder for process output and CSV logs')
+    parser.add_argument('--tcp-port', type=int, default=1951, help='TCP port for the brain')
+    parser.add_argument('--tcp-address', default='127.0.0.1', help='TCP address to bind')
+    parser.add_argument('--sim-channel-base', metavar='GROUP', default='',
+                        help='simulated CAN buses on GROUP+0..3 (ff11:: only) instead of the '
+                             "URDF's, so several graphs can run on one machine")
+    parser.add_argument('--sim-dxl-port', metavar='PATH', default='',
+                        help='PTY link of the simulated Dynamixel bus instead of the URDF path')
+    parser.add_argument('--demo', metavar='SCORE', default=None,
+                        help='play SCORE end to end (START, READY, PLAY, QUIT), then exit')
+    return parser.parse_args(argv)
+
+
+def _terminate(*_: object) -> None:
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_arguments(argv)
     sim = not args.real
-    launcher = Launcher(nodes_for(sim), sim, args.log_dir)
+    overrides = {'tcp_bridge': {'port': str(args.tcp_port), 'address': args.tcp_address},
+                 'hardware': {}, 'device_simulator': {}}
+    if args.sim_channel_base:
+        overrides['hardware']['can_channel_base'] = args.sim_channel_base
+        overrides['device_simulator']['can-channel-base'] = args.sim_channel_base
+    if args.sim_dxl_port:
+        overrides['hardware']['dxl_port'] = args.sim_dxl_port
+        overrides['device_simulator']['dxl-port'] = args.sim_dxl_port
+    launcher = Launcher(nodes_for(sim), sim, args.log_dir, overrides)
     print(f'[phil] robot: {"simulated" if sim else "REAL"}; ROS_DOMAIN_ID='
-          f'{os.environ.get("ROS_DOMAIN_ID", "0")}; Ctrl-C stops everything', flush=True)
-    launcher.start()
-    signal.signal(signal.SIGTERM, lambda *_: launcher.stop())
+          f'{os.environ.get("ROS_DOMAIN_ID", "0")}; brain TCP {args.tcp_address}:'
+          f'{args.tcp_port}; logs: {args.log_dir or "console"}', flush=True)
+    signal.signal(signal.SIGTERM, _terminate)
+    status = 0
     try:
-        status = launcher.watch()
+        launcher.start()
+        print(f'[phil] ready: `phil status`, `phil send "START"` or connect to TCP '
+              f'{args.tcp_port}; Ctrl-C stops everything', flush=True)
+        if args.demo:
+            from phil_bringup.demo import run_demo
+
+            status = run_demo(args.demo, args.tcp_port, args.log_dir)
+        status = launcher.watch() or status
     except KeyboardInterrupt:
-        status = 0
+        pass
+    except RuntimeError as error:
+        print(f'[phil] {error}', file=sys.stderr)
+        status = 1
     status = launcher.stop() or status
     print('[phil] stopped', flush=True)
     return status

@@ -26,11 +26,11 @@ def test_launch_file_is_valid_python_built_from_the_node_set():
     tree = ast.parse(LAUNCH_FILE.read_text(), filename=str(LAUNCH_FILE))
     imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
                 for alias in node.names}
-    assert 'NODE_SET' in imported
+    assert 'nodes_for' in imported
     functions = {node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
     assert 'generate_launch_description' in functions
     arguments = {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant)}
-    assert {'sim', 'rviz'} <= arguments
+    assert {'sim', 'rviz', 'tcp_address', 'tcp_port', 'log_dir', 'rt_priority'} <= arguments
 
 
 def test_every_node_of_the_set_is_an_installed_executable():
@@ -45,10 +45,27 @@ def test_every_parameter_file_exists_and_configures_its_node():
     import yaml
 
     for spec in NODE_SET:
-        if spec.parameter_file:
-            path = ROOT / 'phil_bringup' / 'config' / spec.parameter_file
+        for file_name in {spec.parameter_file_for(False), spec.parameter_file_for(True)} - {''}:
+            path = ROOT / 'phil_bringup' / 'config' / file_name
             assert path.is_file(), path
             assert 'ros__parameters' in yaml.safe_load(path.read_text())[spec.name]
+
+
+def test_parameter_files_only_set_parameters_the_nodes_declare():
+    """A typo in a YAML key would silently do nothing; every key must be declared."""
+    import yaml
+
+    declared = {
+        'hardware': set(__import__('phil_hardware.hardware_node',
+                                   fromlist=['PARAMETERS']).PARAMETERS),
+    }
+    for spec in NODE_SET:
+        if spec.name not in declared:
+            continue
+        for file_name in {spec.parameter_file_for(False), spec.parameter_file_for(True)} - {''}:
+            keys = yaml.safe_load((ROOT / 'phil_bringup' / 'config' / file_name).read_text())
+            unknown = set(keys[spec.name]['ros__parameters']) - declared[spec.name]
+            assert not unknown, f'{file_name}: unknown parameters {unknown}'
 
 
 def test_real_robot_set_excludes_simulator_processes():

@@ -13,10 +13,11 @@ class NodeSpec:
     Attributes:
         package: the ROS package that installs the executable (``lib/<package>/<executable>``).
         executable: the console-script name.
-        name: the node name.
+        name: the node (or process) name.
         parameter_file: file in ``phil_bringup/config`` with its ``ros__parameters``, or ''.
+        sim_parameter_file: replaces ``parameter_file`` against the simulated robot, or ''.
         sim_only: start it only against the simulated robot (the device simulators).
-        required: when it exits, the launcher stops the whole graph.
+        ros_node: a ROS node (takes --ros-args); False for plain processes.
         arguments: extra command-line arguments.
     """
 
@@ -24,17 +25,33 @@ class NodeSpec:
     executable: str
     name: str
     parameter_file: str = ''
+    sim_parameter_file: str = ''
     sim_only: bool = False
-    required: bool = True
+    ros_node: bool = True
     arguments: tuple[str, ...] = field(default_factory=tuple)
 
+    def parameter_file_for(self, sim: bool) -> str:
+        return self.sim_parameter_file if sim and self.sim_parameter_file else \
+            self.parameter_file
 
+
+#: Start order: the simulated devices first (the hardware node discovers them at start-up).
 NODE_SET: tuple[NodeSpec, ...] = (
+    NodeSpec('phil_hardware', 'device_simulator', 'device_simulator', sim_only=True,
+             ros_node=False),
     NodeSpec('phil_description', 'description_publisher', 'description_publisher',
              parameter_file='description.yaml'),
+    NodeSpec('phil_hardware', 'hardware', 'hardware', parameter_file='hardware.yaml',
+             sim_parameter_file='hardware_sim.yaml'),
+    NodeSpec('phil_control', 'trajectory_generator', 'trajectory_generator',
+             parameter_file='trajectory_generator.yaml'),
+    NodeSpec('phil_control', 'score_player', 'score_player', parameter_file='score_player.yaml'),
+    NodeSpec('phil_control', 'behavior_planner', 'behavior_planner',
+             parameter_file='behavior_planner.yaml'),
+    NodeSpec('phil_control', 'tcp_bridge', 'tcp_bridge', parameter_file='tcp_bridge.yaml'),
 )
 
 
 def nodes_for(sim: bool) -> list[NodeSpec]:
-    """The nodes to start for the simulated (``sim``) or the real robot, in start order."""
+    """The processes to start for the simulated (``sim``) or the real robot, in start order."""
     return [node for node in NODE_SET if sim or not node.sim_only]

@@ -1,0 +1,408 @@
+"""score_player: PLAY / HIT goals -> play-session chunks for the trajectory_generator, hit events.
+
+Actions (phil_msgs): ``~/play`` (Play), ``~/hit`` (Hit). Services: ``~/pause``, ``~/stop``
+(Trigger), ``~/speed`` (SetSpeed): they answer at once (accepted, reason, state / speed in
+effect), the motion follows. Publishes ``trajectory_generator/chunks`` (TrajectoryChunk, 13
+joints, absolute start stamps; the trajectory_generator validates and forwards them) and
+``phil/hits`` (HitEvent, SOURCE_COMMANDED, once each hit's instant has passed); subscribes
+``trajectory_generator/commanded_state`` (the start pose; a play starts no earlier than its stamp).
+
+Play goals: ``score`` is a play-list id or a score path; ``speed`` 0 means 1.0, else 0.5..2.0;
+``resume`` plays from ``start_bar`` (default: the saved resume point) without audio, as upstream
+RESUME; ``improv`` chains the genre folder. A bad goal (unknown id, missing file, malformed score,
+bad speed, unreachable start pose, busy) is aborted at once with the reason; nothing moves. The
+result comes after DRUM END (counts, timing of the commanded hits, the resume bar after a PAUSE);
+only a play reaching its end succeeds. Cancel = stop. A HIT's motion is queued whole: stop and
+cancel do not shorten it.
+
+A timer (``poll_period_s``) generates the due windows (one bar plus ``lead_s`` ahead), publishes
+hits, sends feedback and ends the goal. Concurrency and clock follow the trajectory_generator:
+execute callbacks block on an event in a ReentrantCallbackGroup (MultiThreadedExecutor needed);
+timer, services and subscription share a MutuallyExclusiveCallbackGroup; one lock guards the
+session; stamps are on the ROS clock unless ``stamp_clock: monotonic``. Parameters:
+``play_conversions.PARAMETERS`` (validated once into ``PlayerConfig``).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from dataclasses import dataclass, field
+from functools import partial
+
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.action import ActionServer, CancelResponse
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.executors import MultiThreadedExecutor
+from rclpy.node import Node
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+
+from phil_control import play_conversions as convert
+from phil_control.audio import AudioPlayer, TrackFinder, make_audio_player
+from phil_control.core.play import (
+    MotionChunk,
+    PlayAborted,
+    PlayRobot,
+    PlaySession,
+    ScheduledHit,
+    SessionBusyError,
+)
+from phil_control.core.score import SpeedError, load_play_list, normalize_speed
+from phil_control.ros_conversions import TimeBase
+from phil_control.trajectory_generator_node import CHUNKS_QOS, LATCHED
+from phil_description.core import default_robot_model
+from phil_description.node_runner import run_node
+from phil_msgs.action import Hit, Play
+from phil_msgs.msg import HitEvent, RobotStatus, TrajectoryChunk
+from phil_msgs.srv import SetSpeed, Trigger
+
+HITS_QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
+#: Threads of the executor ``main`` builds: one blocked play / hit + rejected goals + I/O.
+EXECUTOR_THREADS = 6
+# How often a blocked execute callback re-checks for shutdown, s.
+_WAIT_SLICE_S = 0.1
+# Errors of a goal the session refuses before anything moves.
+_GOAL_ERRORS = (SessionBusyError, PlayAborted, OSError, ValueError, LookupError)
+
+
+@dataclass(eq=False)
+class _Goal:
+    """The accepted play or HIT, finished by the timer."""
+
+    handle: object
+    kind: str  # 'play' or 'hit'
+    start_s: float
+    hits: list[ScheduledHit] = field(default_factory=list)
+    ending: str = ''  # why the play ends before its score does (stop, pause)
+    paused: bool = False
+    cancelling: bool = False
+    abort_logged: bool = False
+    impact_s: float = 0.0
+    next_feedback_s: float = -math.inf
+    outcome: tuple[str, object] | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+class ScorePlayer(Node):
+    """Plays scores and single hits through a `PlaySession`."""
+
+    def __init__(self, *, model=None, clock_ns=None, audio_player=None, **node_options) -> None:
+        """Read and validate the parameters, build the session, create the ROS interfaces.
+
+        Args:
+            model: Robot model; default the installed description.
+            clock_ns: Time source in ns replacing the ``stamp_clock`` parameter (tests).
+            audio_player: An `AudioPlayer` replacing the ``audio_command`` parameter.
+            **node_options: Passed to ``Node`` (e.g. ``context``, ``parameter_overrides``).
+
+        Raises:
+            ValueError: Naming a bad parameter or a malformed play list.
+        """
+        super().__init__('score_player', **node_options)
+        self.config = convert.PlayerConfig.from_parameters(
+            {
+                name: self.declare_parameter(
+                    name, default, ParameterDescriptor(description=description)
+                ).value
+                for name, (default, description) in convert.PARAMETERS.items()
+            }
+        )
+        self._clock_ns = clock_ns or convert.stamp_clock(self.config.stamp_clock, self.get_clock())
+        self._timebase = TimeBase(self._clock_ns())
+        self.robot = PlayRobot.from_model(model if model is not None else default_robot_model())
+        play_list = self.config.play_list and load_play_list(self.config.play_list)
+        if play_list is None:
+            self.get_logger().warning('no play list found: scores can be played by path only')
+        self.session = PlaySession(self.robot, play_list, self.config.margin_s, self.config.lead_s)
+        warn = self.get_logger().warning
+        self.audio: AudioPlayer = audio_player or make_audio_player(
+            self.config.audio_command, lambda: self._clock_ns() * 1e-9, warn
+        )
+        self._track = TrackFinder(self.config.audio_dir, warn)
+        self._hit_log = convert.HitLog(self.config.log_dir) if self.config.log_dir else None
+        self._lock = threading.Lock()
+        self._state: JointState | None = None
+        self._goal: _Goal | None = None
+        self._closing = False
+        io_group = MutuallyExclusiveCallbackGroup()
+        action_group = ReentrantCallbackGroup()
+        self._chunk_pub = self.create_publisher(
+            TrajectoryChunk, 'trajectory_generator/chunks', CHUNKS_QOS
+        )
+        self._hit_pub = self.create_publisher(HitEvent, 'phil/hits', HITS_QOS)
+        self.create_subscription(
+            JointState,
+            'trajectory_generator/commanded_state',
+            self._on_state,
+            LATCHED,
+            callback_group=io_group,
+        )
+        self.create_service(Trigger, '~/pause', self._on_pause, callback_group=io_group)
+        self.create_service(Trigger, '~/stop', self._on_stop, callback_group=io_group)
+        self.create_service(SetSpeed, '~/speed', self._on_speed, callback_group=io_group)
+        self._servers = [
+            ActionServer(
+                self,
+                action,
+                f'~/{name}',
+                execute_callback=execute,
+                cancel_callback=lambda _goal: CancelResponse.ACCEPT,
+                callback_group=action_group,
+            )
+            for name, action, execute in (
+                ('play', Play, partial(self._execute, self._start_play, Play.Result)),
+                ('hit', Hit, partial(self._execute, self._start_hit, Hit.Result)),
+            )
+        ]
+        self.create_timer(self.config.poll_period_s, self._on_tick, callback_group=io_group)
+        self.get_logger().info(
+            f'ready: play list {self.config.play_list}, audio {self.config.audio_dir}, '
+            f'poll {self.config.poll_period_s} s, lead one bar + {self.config.lead_s} s'
+        )
+
+    def close_goals(self) -> None:
+        """Stop accepting goals; a running play goes to ready (DRUM END); end its goal."""
+        with self._lock:
+            self._closing = True
+            goal, self._goal = self._goal, None
+            if goal is not None:
+                self._publish(self.session.stop(self._now_s()))
+                goal.outcome = ('abort', 'score_player is shutting down')
+                goal.done.set()
+        self.audio.stop()
+
+    def destroy_node(self) -> None:
+        """``close_goals``, close the hit log, then destroy the node."""
+        self.close_goals()
+        if self._hit_log is not None:
+            self._hit_log.close()
+        super().destroy_node()
+
+    # ------------------------------------------------------------------------------ goals
+    def _execute(self, start, result_type, goal_handle):
+        """Start the goal, then block this thread until the timer finishes it."""
+        with self._lock:
+            started = self._refusal() or start(goal_handle)
+        if isinstance(started, str):
+            self.get_logger().warning(f'{result_type.__name__.split("_")[0]} goal: {started}')
+            goal_handle.abort()
+            return result_type(success=False, reason=started)
+        while not started.done.wait(_WAIT_SLICE_S):
+            if self._closing:
+                break
+        kind, result = started.outcome or ('abort', 'score_player is shutting down')
+        if isinstance(result, str):
+            result = result_type(success=False, reason=result)
+        {'succeed': goal_handle.succeed, 'canceled': goal_handle.canceled}.get(
+            kind, goal_handle.abort
+        )()
+        return result
+
+    def _refusal(self) -> str:
+        """Why no goal can start now ('' when one can; lock held)."""
+        if self._closing:
+            return 'score_player is shutting down'
+        if not isinstance(self.executor, MultiThreadedExecutor):
+            return 'score_player needs a MultiThreadedExecutor'
+        if self._goal is not None:
+            return f'busy: a {self._goal.kind} is still running; stop it or wait for DRUM END'
+        if self._state is None:
+            return (
+                'no commanded state on trajectory_generator/commanded_state yet '
+                '(is the trajectory_generator running?)'
+            )
+        return ''
+
+    def _start_pose(self) -> tuple[float, object]:
+        """(session time to start at, current positions) from the commanded state (lock held)."""
+        positions = convert.state_positions(self._state, self.robot.joint_names)
+        reached = self._timebase.from_stamp(self._state.header.stamp)
+        return max(self._now_s(), reached - self.config.margin_s), positions
+
+    def _start_play(self, goal_handle) -> _Goal | str:
+        request = goal_handle.request
+        try:
+            speed = normalize_speed(request.speed or 1.0, clamp=False)
+        except SpeedError as error:
+            return f'speed: {error}'
+        score, bar = request.score, int(request.start_bar)
+        point = self.session.resume_point if request.resume else None
+        if point is not None:  # the saved point fills in what the goal leaves out
+            score = score or point.play_id
+            bar = bar or (point.bar if point.play_id == score else 0)
+        elif request.resume and not score:
+            return 'resume: no resume point saved; give score and start_bar'
+        if not score:
+            return 'no score given: a play-list id or a score file path'
+        try:
+            now, positions = self._start_pose()
+            chunks = self.session.start(
+                score,
+                now_s=now,
+                current_positions_rad=positions,
+                speed=speed,
+                start_bar=bar,
+                improv=request.improv,
+            )
+        except _GOAL_ERRORS as error:
+            return str(error)
+        goal = self._goal = _Goal(goal_handle, 'play', chunks[0].start_time_s)
+        self._publish(chunks)
+        track = self._track('' if request.resume else self.session.audio)
+        self.audio.arm(track)
+        if track is not None:
+            start_ns = self._timebase.to_nanoseconds(self.session.wall_time_at(0.0))
+            self.audio.start_at(start_ns * 1e-9)
+        self.get_logger().info(
+            f'play {score!r}{f" from bar {bar}" if bar else ""} at speed {speed:g}'
+            f'{" (improv)" if request.improv else ""}; audio {track or "off"}'
+        )
+        return goal
+
+    def _start_hit(self, goal_handle) -> _Goal | str:
+        request = goal_handle.request
+        try:
+            now, positions = self._start_pose()
+            chunks = self.session.hit(
+                request.instrument,
+                now_s=now,
+                current_positions_rad=positions,
+                velocity=int(request.velocity) or 5,
+                hand=request.hand or None,
+            )
+        except _GOAL_ERRORS as error:
+            return str(error)
+        impact = self.session.commanded_hits[0].command_time_s
+        goal = self._goal = _Goal(goal_handle, 'hit', chunks[0].start_time_s, impact_s=impact)
+        self._publish(chunks)
+        self.audio.arm(None)
+        return goal
+
+    # ------------------------------------------------------------------------------ timer
+    def _on_tick(self) -> None:
+        with self._lock:
+            goal = self._goal
+            if goal is None:
+                return
+            now = self._now_s()
+            if goal.handle.is_cancel_requested and not goal.cancelling:
+                goal.cancelling = True
+                self._end_early(goal, self.session.stop(now), 'cancelled')
+            self._publish(self.session.poll(now))
+            aborted = self.session.aborted
+            if aborted is not None and not goal.abort_logged:
+                goal.abort_logged = True
+                self.audio.stop()
+                self.get_logger().error(f'{aborted}; going to ready')
+            due = self.session.due_hits(now)
+            if due:
+                goal.hits.extend(due)
+                for hit in due:
+                    self._hit_pub.publish(convert.hit_event_msg(hit, self._timebase))
+                if self._hit_log is not None:
+                    self._hit_log.write(self._clock_ns(), due, self._timebase)
+            if self.session.finished(now):
+                self._finish(goal)
+            elif now >= goal.next_feedback_s:
+                goal.next_feedback_s = now + self.config.feedback_period_s
+                goal.handle.publish_feedback(
+                    convert.play_feedback(self.session.progress(now))
+                    if goal.kind == 'play'
+                    else convert.hit_feedback(now, goal.start_s, self.session.end_time_s)
+                )
+
+    def _finish(self, goal: _Goal) -> None:
+        """Store the goal's outcome and release its execute callback (lock held)."""
+        aborted = self.session.aborted
+        reason = str(aborted) if aborted is not None else goal.ending
+        kind = 'canceled' if goal.cancelling else 'abort' if reason else 'succeed'
+        if goal.kind == 'play':
+            result = convert.play_result(goal.hits, self.session.wall_time_at)
+            point = self.session.resume_point
+            if goal.paused and point is not None:
+                result.resume_valid, result.resume_bar = True, point.bar
+        else:
+            result = Hit.Result(impact_time=self._timebase.stamp(goal.impact_s))
+        result.success, result.reason = kind == 'succeed', reason
+        goal.outcome = (kind, result)
+        self._goal = None
+        goal.done.set()
+        self.get_logger().info(f'{goal.kind} ended: {reason or "done"}, {len(goal.hits)} hits')
+
+    def _end_early(self, goal: _Goal, chunks, reason: str, paused: bool = False) -> None:
+        self._publish(chunks)
+        self.audio.stop()
+        goal.ending, goal.paused = reason, paused
+
+    # --------------------------------------------------------------------------- services
+    def _playing(self, response) -> _Goal | None:
+        """The play goal whose DRUM END is not queued yet (lock held); else None, and the
+        refusal written into ``response``."""
+        goal = self._goal
+        if goal is None or goal.kind != 'play' or self.session.end_time_s is not None:
+            response.accepted, response.reason = False, 'no score is playing (or it is ending)'
+            return None
+        response.accepted = True
+        return goal
+
+    def _state_name(self) -> str:
+        return RobotStatus.STATE_PLAYING if self._goal is not None else RobotStatus.STATE_IDLE
+
+    def _on_pause(self, _request, response):
+        with self._lock:
+            goal = self._playing(response)
+            if goal is not None and goal.paused:
+                response.accepted, response.reason = False, f'already {goal.ending}'
+            elif goal is not None:
+                point, chunks = self.session.pause(self._now_s())
+                if point is None:
+                    self._publish(chunks)
+                    response.reason = 'no bar start left to pause at; the score plays to its end'
+                else:
+                    self._end_early(goal, chunks, f'paused; resume from bar {point.bar}', True)
+            response.state = self._state_name()
+        return response
+
+    def _on_stop(self, _request, response):
+        with self._lock:
+            goal = self._playing(response)
+            if goal is not None:  # a stop clears the resume point
+                self._end_early(goal, self.session.stop(self._now_s()), 'stopped by ~/stop')
+            response.state = self._state_name()
+        return response
+
+    def _on_speed(self, request, response):
+        with self._lock:
+            goal = self._playing(response)
+            try:
+                speed = normalize_speed(request.speed, clamp=False)
+            except SpeedError as error:
+                response.accepted, response.reason = False, str(error)
+            else:
+                if goal is not None:
+                    self._publish(self.session.set_speed(speed, self._now_s()))
+            response.speed = self.session.speed if goal is not None else 1.0
+        return response
+
+    def _on_state(self, msg: JointState) -> None:
+        with self._lock:
+            self._state = msg
+
+    # ---------------------------------------------------------------------------- helpers
+    def _publish(self, chunks: list[MotionChunk]) -> None:
+        for chunk in chunks:
+            msg = convert.chunk_msg(chunk, self.robot.joint_names, self._timebase)
+            self._chunk_pub.publish(msg)
+
+    def _now_s(self) -> float:
+        return self._timebase.to_seconds(self._clock_ns())
+
+
+def main(args: list[str] | None = None) -> None:
+    """Console entry point: run the node in a MultiThreadedExecutor."""
+    run_node(ScorePlayer, args, lambda: MultiThreadedExecutor(num_threads=EXECUTOR_THREADS))
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,455 @@
+"""In-process rclpy test of the score_player node against a small fake trajectory_generator.
+
+The node runs the real play core. Its clock runs 10 times faster than real time (injected), so
+a play of DRUM START + three bars + DRUM END takes about 2 s; nothing here asserts real-time
+timing, only stamps and their relations.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import os
+import random
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip('rclpy')
+
+from action_msgs.msg import GoalStatus  # noqa: E402
+from rclpy.action import ActionClient  # noqa: E402
+from rclpy.executors import MultiThreadedExecutor  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+
+from phil_control.core.play.timing import sample_hermite  # noqa: E402
+from phil_control.core.play.transfer import TRANSFER_DURATION_S  # noqa: E402
+from phil_control.core.score import load_play_list, load_score  # noqa: E402
+from phil_control.play_conversions import (  # noqa: E402
+    PARAMETERS,
+    SOURCE_SCORES_DIR,
+    PlayerConfig,
+    default_play_list,
+)
+from phil_control.score_player_node import ScorePlayer  # noqa: E402
+from phil_control.trajectory_generator_node import CHUNKS_QOS, LATCHED  # noqa: E402
+from phil_description.core import default_robot_model  # noqa: E402
+from phil_msgs.action import Hit, Play  # noqa: E402
+from phil_msgs.msg import HitEvent, TrajectoryChunk  # noqa: E402
+from phil_msgs.srv import SetSpeed, Trigger  # noqa: E402
+
+MODEL = default_robot_model()
+READY = MODEL.poses['ready']
+SPEEDUP = 10.0
+NS = 1_000_000_000
+SPEED = 1.25  # the tiny score needs no velocity guard at this speed
+
+
+def _ns(stamp) -> int:
+    return stamp.sec * NS + stamp.nanosec
+
+
+class FastClock:
+    """CLOCK_MONOTONIC running SPEEDUP times faster (ns); `frozen` stops it for a while, so a
+    service call is handled at the instant the test decided to make it."""
+
+    def __init__(self) -> None:
+        self._real = time.monotonic_ns()
+        self._base = self._real
+        self._frozen: int | None = None
+
+    def __call__(self) -> int:
+        if self._frozen is not None:
+            return self._frozen
+        return self._base + int((time.monotonic_ns() - self._real) * SPEEDUP)
+
+    @contextlib.contextmanager
+    def frozen(self):
+        self._frozen = self()
+        try:
+            yield
+        finally:
+            self._base, self._real = self._frozen, time.monotonic_ns()
+            self._frozen = None
+
+
+class RecordingPlayer:
+    """An AudioPlayer that records its calls."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple] = []
+
+    def arm(self, track):
+        self.calls.append(('arm', track))
+
+    def start_at(self, time_s):
+        self.calls.append(('start_at', time_s))
+
+    def stop(self):
+        self.calls.append(('stop',))
+
+
+def write_score(path: Path, bars: int = 3) -> Path:
+    """120 bpm: a bar of count-in, `bars` bars of 8th hi-hat / backbeat / kick, a bar of rests."""
+    rows = ['bpm\t120'] + ['0\t0.600\t0\t0\t0\t0\t0\t0'] * 4
+    for bar in range(1, bars + 1):
+        for eighth in range(8):
+            beat = '0.600' if bar == 1 and eighth == 0 else '0.300'
+            left, kick = (1 if eighth in (2, 6) else 0), (1 if eighth in (0, 4) else 0)
+            rows.append(f'{bar}\t{beat}\t5\t{left}\t5\t{6 * left}\t{kick}\t1')
+    rows += [f'{bars + 1}\t0.600\t0\t0\t0\t0\t0\t0'] * 4 + ['end']
+    path.write_text('\n'.join(rows) + '\n', encoding='utf-8')
+    return path
+
+
+@pytest.fixture(scope='module')
+def context():
+    os.environ.setdefault('ROS_DOMAIN_ID', str(random.randint(1, 100)))
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    yield ctx
+    rclpy.try_shutdown(context=ctx)
+
+
+@pytest.fixture(scope='module')
+def scores(tmp_path_factory):
+    folder = tmp_path_factory.mktemp('scores')
+    write_score(folder / 'tiny.txt')
+    write_score(folder / 'long.txt', bars=8)
+    (folder / 'broken.txt').write_text('bpm\t120\n1\t0.6\t5\tx\t5\t0\t0\t1\nend\n')
+    (folder / 'audio').mkdir()
+    (folder / 'audio' / 'tiny.wav').write_bytes(b'RIFF')
+    entries = {'tiny': ('tiny', 'tiny'), 'quiet': ('tiny', 'absent'), 'long': ('long', "''")}
+    (folder / 'play_list.yaml').write_text(
+        ''.join(
+            f'{name}:\n  score: {score}.txt\n  audio: {track}\n'
+            '  init_note_right: 5\n  init_note_left: 1\n'
+            for name, (score, track) in entries.items()
+        )
+    )
+    return folder
+
+
+class Harness:
+    """The node, a fake trajectory_generator (chunk recorder + latched commanded state) and
+    clients, in one MultiThreadedExecutor."""
+
+    def __init__(self, context, scores: Path, **parameters) -> None:
+        self.clock = FastClock()
+        self.audio = RecordingPlayer()
+        parameters = {'play_list': str(scores / 'play_list.yaml'), 'poll_period_s': 0.005,
+                      'feedback_period_s': 0.2, **parameters}
+        overrides = [Parameter(name, value=value) for name, value in parameters.items()]
+        self.node = ScorePlayer(context=context, clock_ns=self.clock, audio_player=self.audio,
+                                parameter_overrides=overrides)
+        self.probe = rclpy.create_node('fake_generator', context=context)
+        self.chunks, self.hits, self.feedback = [], [], []
+        self.probe.create_subscription(
+            TrajectoryChunk, '/trajectory_generator/chunks', self.chunks.append, CHUNKS_QOS
+        )
+        self.probe.create_subscription(HitEvent, '/phil/hits', self.hits.append, 100)
+        self.state = self.probe.create_publisher(
+            JointState, '/trajectory_generator/commanded_state', LATCHED)
+        self.actions = {name: ActionClient(self.probe, kind, f'/score_player/{name}')
+                        for name, kind in (('play', Play), ('hit', Hit))}
+        self.services = {
+            name: self.probe.create_client(kind, f'/score_player/{name}')
+            for name, kind in (('pause', Trigger), ('stop', Trigger), ('speed', SetSpeed))
+        }
+        self.executor = MultiThreadedExecutor(num_threads=8, context=context)
+        for node in (self.node, self.probe):
+            self.executor.add_node(node)
+        for client in self.actions.values():
+            assert client.wait_for_server(timeout_sec=10.0)
+        self.publish_state()
+
+    def publish_state(self, delay_s: float = 0.0) -> None:
+        """Latch the ready pose as the commanded state, reached ``delay_s`` from now."""
+        self.state_ns = self.clock() + int(delay_s * NS)
+        msg = JointState(name=list(MODEL.joint_names), position=READY.tolist())
+        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(self.state_ns, NS)
+        self.state.publish(msg)
+        assert self.spin_until(lambda: self.node._state is not None
+                               and self.node._state.header.stamp == msg.header.stamp)
+
+    def spin_until(self, predicate, timeout_s: float = 15.0) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while not predicate() and time.monotonic() < deadline:
+            self.executor.spin_once(timeout_sec=0.005)
+        return bool(predicate())
+
+    def send(self, name: str, **fields):
+        action = Play if name == 'play' else Hit
+        future = self.actions[name].send_goal_async(
+            action.Goal(**fields), feedback_callback=lambda msg: self.feedback.append(msg.feedback)
+        )
+        assert self.spin_until(future.done)
+        assert future.result().accepted  # bad goals are accepted, then aborted with a reason
+        return future.result()
+
+    def result(self, handle, timeout_s: float = 20.0):
+        """The goal's result, once the messages published before it have been taken in too
+        (the last chunk ends at ready, every counted hit is here)."""
+        future = handle.get_result_async()
+        assert self.spin_until(future.done, timeout_s)
+        hits = getattr(future.result().result, 'hits_played', 0)
+        assert self.spin_until(lambda: len(self.hits) >= hits and self._at_ready())
+        return future.result()
+
+    def _at_ready(self) -> bool:
+        last = self.chunks[-1].trajectory.points[-1].positions if self.chunks else READY
+        return np.allclose(last, READY, atol=1e-9)
+
+    def call(self, name: str, request):
+        with self.clock.frozen():
+            future = self.services[name].call_async(request)
+            assert self.spin_until(future.done)
+        return future.result()
+
+    def close(self) -> None:
+        self.node.close_goals()
+        self.spin_until(lambda: False, 0.1)
+        for node in (self.node, self.probe):
+            self.executor.remove_node(node)
+        self.spin_until(lambda: False, 0.1)
+        self.executor.shutdown(timeout_sec=5.0)
+        for node in (self.node, self.probe):
+            node.destroy_node()
+
+
+@pytest.fixture
+def harness(context, scores):
+    created = []
+
+    def make(**parameters) -> Harness:
+        created.append(Harness(context, scores, **parameters))
+        return created[-1]
+
+    yield make
+    for item in created:
+        item.close()
+
+
+class Spliced:
+    """The motion the trajectory_generator commands from the chunks: every chunk must start
+    with the commanded state at its start (replace: dropping what is queued after it)."""
+
+    def __init__(self, messages, origin_ns: int) -> None:
+        self.origin_ns = origin_ns
+        self.times = np.array([-1e3])
+        self.positions, self.velocities = READY[np.newaxis].copy(), np.zeros((1, 13))
+        for msg in messages:
+            assert list(msg.trajectory.joint_names) == list(MODEL.joint_names)
+            start = self.seconds(_ns(msg.trajectory.header.stamp))
+            times = start + np.array([_ns(p.time_from_start) / NS for p in msg.trajectory.points])
+            positions = np.array([p.positions for p in msg.trajectory.points])
+            velocities = np.array([p.velocities for p in msg.trajectory.points])
+            if msg.replace:
+                expected, keep = self.at(start)[0], self.times < start - 1e-9
+            else:  # the first chunk may start after the held state, later ones must splice
+                assert start == pytest.approx(self.times[-1], abs=1e-6) or len(self.times) == 1
+                expected, keep = self.positions[-1], self.times < self.times[-1]
+                np.testing.assert_allclose(velocities[0], self.velocities[-1], atol=1e-6)
+            np.testing.assert_allclose(positions[0], expected, atol=1e-6)
+            self.times = np.concatenate([self.times[keep], times])
+            self.positions = np.concatenate([self.positions[keep], positions])
+            self.velocities = np.concatenate([self.velocities[keep], velocities])
+        assert np.all(np.diff(self.times) > 0)
+
+    def seconds(self, nanoseconds: int) -> float:
+        return (nanoseconds - self.origin_ns) / NS
+
+    def at(self, times):
+        return sample_hermite(self.times, self.positions, self.velocities, np.atleast_1d(times))
+
+    def assert_no_jump(self) -> None:
+        steps = np.abs(np.diff(self.positions[1:], axis=0))
+        allowed = MODEL.velocity_limit_rad_s * np.diff(self.times[1:])[:, np.newaxis] * 1.01
+        assert np.all(steps <= allowed + 1e-9)
+
+
+def _hit_count(path: Path) -> int:
+    events = load_score(path).events
+    return sum(bool(e.right_drum) + bool(e.left_drum) + e.kick for e in events)
+
+
+def test_play_publishes_chunks_hits_feedback_and_result(harness, scores, tmp_path):
+    h = harness(log_dir=str(tmp_path / 'log'))
+    with h.clock.frozen():  # the play must wait until the commanded state is reached
+        h.publish_state(delay_s=0.5)
+        handle = h.send('play', score='tiny')
+    response = h.result(handle)
+    assert response.status == GoalStatus.STATUS_SUCCEEDED, response.result.reason
+    result = response.result
+    first_ns = _ns(h.chunks[0].trajectory.header.stamp)
+    assert first_ns == pytest.approx(h.state_ns, abs=10)
+    played = Spliced(h.chunks, first_ns)
+    played.assert_no_jump()
+    np.testing.assert_allclose(played.positions[-1], READY, atol=1e-9)  # DRUM END to ready
+    expected = _hit_count(scores / 'tiny.txt')
+    assert result.hits_played == len(h.hits) == expected
+    assert result.bars_played == 3
+    score_zero_ns = first_ns + int(TRANSFER_DURATION_S * NS)
+    for hit in h.hits:
+        assert hit.source == HitEvent.SOURCE_COMMANDED and hit.play_id == 'tiny'
+        assert _ns(hit.command_time) - score_zero_ns == pytest.approx(hit.score_time_s * NS, abs=2)
+    assert {hit.limb for hit in h.hits if hit.instrument == 'bass'} == {HitEvent.LIMB_RIGHT_FOOT}
+    assert {hit.instrument for hit in h.hits} == {'bass', 'closed hihat', 'snare'}
+    assert result.duration_s == pytest.approx(h.hits[-1].score_time_s - h.hits[0].score_time_s)
+    assert result.timing.source == 'commanded' and result.timing.hits == expected
+    assert result.timing.max_abs_error_s < 1e-6 and not result.resume_valid
+    bars = [f.bar for f in h.feedback]
+    assert bars == sorted(bars) and bars[-1] >= 3 and {f.total_bars for f in h.feedback} == {5}
+    with (tmp_path / 'log' / 'hits.csv').open() as log:
+        rows = list(csv.DictReader(log))
+    assert len(rows) == expected and rows[0]['play_id'] == 'tiny'
+    assert float(rows[0]['command_time_s']) == pytest.approx(_ns(h.hits[0].command_time) / NS)
+    assert h.audio.calls[:2] == [
+        ('arm', scores / 'audio' / 'tiny.wav'),
+        ('start_at', pytest.approx(score_zero_ns / NS, abs=1e-6)),
+    ]
+    assert ('stop',) not in h.audio.calls  # a play that ends normally leaves its track alone
+
+
+def test_pause_saves_the_bar_and_resume_starts_there(harness):
+    h = harness()
+    handle = h.send('play', score='long')
+    assert h.spin_until(lambda: any(hit.bar == 1 for hit in h.hits))
+    reply = h.call('pause', Trigger.Request())
+    assert reply.accepted and reply.state == 'PLAYING'
+    assert not h.call('pause', Trigger.Request()).accepted  # already pausing
+    response = h.result(handle)
+    result = response.result
+    assert response.status == GoalStatus.STATUS_ABORTED and 'paused' in result.reason
+    assert result.resume_valid and result.resume_bar >= 2
+    assert max(hit.bar for hit in h.hits) == result.resume_bar - 1
+    Spliced(h.chunks, _ns(h.chunks[0].trajectory.header.stamp)).assert_no_jump()
+    assert h.audio.calls[-1] == ('stop',)
+    h.hits.clear()
+    h.audio.calls.clear()
+    response = h.result(h.send('play', score='long', resume=True, start_bar=result.resume_bar))
+    assert response.result.success, response.result.reason
+    assert h.hits[0].bar == result.resume_bar and h.hits[-1].bar == 8
+    assert h.audio.calls == [('arm', None)]  # RESUME plays without audio
+
+
+def test_speed_change_keeps_score_time_and_continuity(harness, scores):
+    h = harness()
+    handle = h.send('play', score='long')
+    assert h.spin_until(lambda: len(h.hits) >= 3)
+    rejected = h.call('speed', SetSpeed.Request(speed=2.5))
+    assert not rejected.accepted and '2.5' in rejected.reason and rejected.speed == 1.0
+    before = len(h.chunks)
+    reply = h.call('speed', SetSpeed.Request(speed=SPEED))
+    assert reply.accepted and reply.speed == SPEED
+    result = h.result(handle).result
+    assert result.success and h.node.session.guarded_windows == 0
+    first_ns = _ns(h.chunks[0].trajectory.header.stamp)
+    played = Spliced(h.chunks, first_ns)
+    played.assert_no_jump()
+    replaced = [msg for msg in h.chunks[before:] if msg.replace]
+    assert len(replaced) == 1
+    cut_s = played.seconds(_ns(replaced[0].trajectory.header.stamp))
+    cut_score_s = cut_s - TRANSFER_DURATION_S  # speed 1.0 until the cut
+    assert 0.0 < cut_score_s < h.hits[-1].score_time_s
+    for hit in h.hits:
+        speed = 1.0 if hit.score_time_s <= cut_score_s else SPEED
+        expected_s = cut_s + (hit.score_time_s - cut_score_s) / speed
+        assert played.seconds(_ns(hit.command_time)) == pytest.approx(expected_s, abs=1e-6)
+    span = h.hits[-1].score_time_s - h.hits[0].score_time_s
+    assert result.hits_played == len(h.hits) == _hit_count(scores / 'long.txt')
+    assert result.duration_s == pytest.approx(
+        span - (h.hits[-1].score_time_s - cut_score_s) * (1 - 1 / SPEED)
+    )
+    assert result.timing.max_abs_error_s < 1e-6
+
+
+def test_stop_goes_to_ready_and_cancel_stops(harness):
+    h = harness()
+    handle = h.send('play', score='long')
+    assert h.spin_until(lambda: len(h.hits) >= 2)
+    reply = h.call('stop', Trigger.Request())
+    assert reply.accepted
+    result = h.result(handle).result
+    assert not result.success and 'stopped' in result.reason and not result.resume_valid
+    played = Spliced(h.chunks, _ns(h.chunks[0].trajectory.header.stamp))
+    played.assert_no_jump()
+    np.testing.assert_allclose(played.positions[-1], READY, atol=1e-9)
+    assert h.audio.calls[-1] == ('stop',)
+    assert not h.call('stop', Trigger.Request()).accepted  # nothing playing any more
+    second = len(h.chunks)
+    handle = h.send('play', score='long')
+    assert h.spin_until(lambda: h.feedback and h.feedback[-1].score_time_s > 1.0)
+    cancel = handle.cancel_goal_async()
+    assert h.spin_until(cancel.done)
+    response = h.result(handle)
+    assert response.status == GoalStatus.STATUS_CANCELED
+    assert response.result.reason == 'cancelled'
+    played = Spliced(h.chunks[second:], _ns(h.chunks[second].trajectory.header.stamp))
+    played.assert_no_jump()
+    np.testing.assert_allclose(played.positions[-1], READY, atol=1e-9)
+
+
+def test_improv_chains_the_folder_and_a_missing_track_is_silent(harness, scores):
+    h = harness()
+    handle = h.send('play', score='quiet', improv=True)  # tiny.txt, audio track absent
+    long_id = str(scores / 'long.txt')  # next in name order after tiny.txt; broken.txt is skipped
+    assert h.spin_until(lambda: any(hit.play_id == long_id for hit in h.hits))
+    assert h.call('stop', Trigger.Request()).accepted
+    result = h.result(handle).result
+    assert 'stopped' in result.reason
+    assert [hit.play_id for hit in h.hits[:2]] == ['quiet', 'quiet']
+    assert result.hits_played == len(h.hits) > _hit_count(scores / 'tiny.txt')
+    Spliced(h.chunks, _ns(h.chunks[0].trajectory.header.stamp)).assert_no_jump()
+    assert h.audio.calls == [('arm', None), ('stop',)]
+
+
+def test_bad_goals_end_with_a_reason_and_move_nothing(harness, scores):
+    h = harness()
+    cases = [
+        ('play', {'score': 'nope'}, ["'nope'", 'tiny']),
+        ('play', {'score': '/nonexistent/score.txt'}, ['/nonexistent/score.txt']),
+        ('play', {'score': 'tiny', 'speed': 3.0}, ['speed', '3.0']),
+        ('play', {'score': str(scores / 'broken.txt')}, ['broken.txt', 'line 2']),
+        ('play', {'score': 'tiny', 'start_bar': 40}, ['40']),
+        ('play', {'score': '', 'resume': True}, ['resume point']),
+        ('hit', {'instrument': 'cowbell'}, ['cowbell']),
+        ('hit', {'instrument': 'bass', 'hand': 'left'}, ['bass', 'pedal']),
+    ]
+    for action, fields, words in cases:
+        response = h.result(h.send(action, **fields))
+        assert response.status == GoalStatus.STATUS_ABORTED, fields
+        assert not response.result.success
+        assert all(word in response.result.reason for word in words), response.result.reason
+    h.spin_until(lambda: h.chunks, 0.2)
+    assert h.chunks == [] and h.hits == [] and h.audio.calls == []
+
+
+def test_hit_goal_strikes_once(harness):
+    h = harness()
+    response = h.result(h.send('hit', instrument='snare'))
+    assert response.status == GoalStatus.STATUS_SUCCEEDED, response.result.reason
+    assert len(h.hits) == 1
+    hit = h.hits[0]
+    assert (hit.instrument, hit.limb, hit.velocity) == ('snare', HitEvent.LIMB_LEFT_HAND, 5)
+    assert hit.play_id == '' and _ns(response.result.impact_time) == _ns(hit.command_time)
+    played = Spliced(h.chunks, _ns(h.chunks[0].trajectory.header.stamp))
+    played.assert_no_jump()
+    np.testing.assert_allclose(played.positions[-1], READY, atol=1e-9)
+    progress = [f.progress for f in h.feedback]
+    assert progress and progress == sorted(progress) and 0.0 <= progress[0] <= progress[-1] <= 1
+
+
+def test_default_play_list_is_the_workspace_one():
+    values = {name: default for name, (default, _) in PARAMETERS.items()}
+    config = PlayerConfig.from_parameters(values)  # installed scores, else the source tree's
+    assert config.play_list in (SOURCE_SCORES_DIR / 'play_list.yaml', default_play_list())
+    assert 'rock' in load_play_list(config.play_list)
+    assert config.audio_dir == config.play_list.parent / 'audio'
+    with pytest.raises(ValueError, match='play_list'):
+        PlayerConfig.from_parameters({**values, 'play_list': '/nonexistent.yaml'})
+    with pytest.raises(ValueError, match='poll_period_s'):
+        PlayerConfig.from_parameters({**values, 'poll_period_s': 0.0})
