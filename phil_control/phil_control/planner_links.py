@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -187,14 +188,25 @@ class GraphLinks:
         if not response.accepted:
             self._node.get_logger().warning(f'{name} refused: {response.reason}')
 
+    def _primary_hardware_state(self) -> int:
+        """The hardware's lifecycle state, after any transition in progress (e.g. the
+        configure it runs at start-up) has finished."""
+        deadline = time.monotonic() + ACTIVATE_TIMEOUT_S
+        while True:
+            state = self._call(self._lifecycle_get, GetState.Request()).current_state.id
+            if state < State.TRANSITION_STATE_CONFIGURING or time.monotonic() > deadline:
+                return state
+            time.sleep(0.1)
+
     def _activate_hardware(self) -> None:
-        state = self._call(self._lifecycle_get, GetState.Request()).current_state.id
+        state = self._primary_hardware_state()
         steps = {State.PRIMARY_STATE_UNCONFIGURED: (Transition.TRANSITION_CONFIGURE,
                                                     Transition.TRANSITION_ACTIVATE),
                  State.PRIMARY_STATE_INACTIVE: (Transition.TRANSITION_ACTIVATE,),
                  State.PRIMARY_STATE_ACTIVE: ()}
         if state not in steps:
-            raise RuntimeError(f'hardware lifecycle state {state} cannot be activated')
+            raise RuntimeError(f'hardware lifecycle state {state} cannot be activated (see '
+                               '/hardware/status)')
         for transition in steps[state]:
             request = ChangeState.Request()
             request.transition.id = transition
@@ -205,7 +217,7 @@ class GraphLinks:
     def _shut_down_hardware(self) -> None:
         if not self._lifecycle_get.wait_for_service(timeout_sec=2.0):
             return
-        state = self._call(self._lifecycle_get, GetState.Request()).current_state.id
+        state = self._primary_hardware_state()
         transitions = {State.PRIMARY_STATE_ACTIVE: (Transition.TRANSITION_DEACTIVATE,
                                                     Transition.TRANSITION_CLEANUP),
                        State.PRIMARY_STATE_INACTIVE: (Transition.TRANSITION_CLEANUP,)}

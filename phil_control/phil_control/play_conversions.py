@@ -251,7 +251,9 @@ class HitLog:
     """``hits.csv``: one row per commanded hit, flushed after every batch.
 
     Columns `HIT_LOG_COLUMNS`: t (robot-clock time the hit was reported, s), play id, bar,
-    instrument, hand, velocity, score time (s), commanded instant (robot clock, s).
+    instrument, hand, velocity, score time (s), commanded instant (robot clock, s). Robot clock
+    = CLOCK_MONOTONIC, the clock of the bus loop and of the simulator's impact log, whatever
+    clock the node stamps its messages with.
 
     Args:
         folder: Created if missing; ``hits.csv`` in it is overwritten.
@@ -268,9 +270,13 @@ class HitLog:
         self._writer.writerow(HIT_LOG_COLUMNS)
         self._file.flush()
 
-    def write(self, now_ns: int, hits: Sequence[ScheduledHit], timebase: TimeBase) -> None:
-        """Append the rows of ``hits`` reported at ``now_ns`` (robot clock, ns)."""
+    def write(self, now_ns: int, hits: Sequence[ScheduledHit], timebase: TimeBase,
+              to_monotonic_ns: int = 0) -> None:
+        """Append the rows of ``hits`` reported at ``now_ns`` (the node's stamp clock, ns);
+        ``to_monotonic_ns`` is added to every time to express it on the robot clock."""
+        now_ns += to_monotonic_ns
         for hit in hits:
+            commanded_ns = timebase.to_nanoseconds(hit.command_time_s) + to_monotonic_ns
             self._writer.writerow(
                 (
                     f'{now_ns * 1e-9:.6f}',
@@ -280,7 +286,7 @@ class HitLog:
                     hit.hit.hand.value,
                     hit.hit.velocity,
                     f'{hit.hit.score_time_s:.6f}',
-                    f'{timebase.to_nanoseconds(hit.command_time_s) * 1e-9:.6f}',
+                    f'{commanded_ns * 1e-9:.6f}',
                 )
             )
         self._file.flush()

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -301,7 +302,9 @@ class ScorePlayer(Node):
                 for hit in due:
                     self._hit_pub.publish(convert.hit_event_msg(hit, self._timebase))
                 if self._hit_log is not None:
-                    self._hit_log.write(self._clock_ns(), due, self._timebase)
+                    now_ns = self._clock_ns()
+                    self._hit_log.write(now_ns, due, self._timebase,
+                                        time.monotonic_ns() - now_ns)
             if self.session.finished(now):
                 self._finish(goal)
             elif now >= goal.next_feedback_s:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import threading
+import time
 from pathlib import Path
 
 from rclpy.node import Node
@@ -111,7 +112,7 @@ class TcpBridge(Node):
                                  TcpServerConfig(host=address, port=port,
                                                  max_line_bytes=max_line,
                                                  max_clients=max_clients),
-                                 command_log=self._log)
+                                 command_log=self._log, clock=time.monotonic)
         host, bound_port = self._server.start()
         self.get_logger().info(f'listening on {host}:{bound_port} (brain protocol; send '
                                f'PROTOCOL|2 for acknowledged mode)')

@@ -34,7 +34,8 @@ pose, replaced by every ``joint_states`` measurement until the first motion is c
 first motion starts where the robot really is, even if the arms moved before torque was on).
 
 Parameters: ``ros_conversions.PARAMETERS`` (validated once into ``GeneratorConfig``; a bad value
-stops start-up).
+stops start-up), and ``log_dir``: every published chunk point goes to ``<log_dir>/trajectory.csv``
+(``trajectory_log``); '' = no log.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 
 from phil_control import ros_conversions as convert
+from phil_control import trajectory_log
 from phil_control.core.motion import (
     Chunk,
     MotionPlanner,
@@ -143,6 +145,15 @@ class TrajectoryGenerator(Node):
         action_group = ReentrantCallbackGroup()
         self._chunk_pub = self.create_publisher(
             TrajectoryChunk, 'hardware/trajectory_chunks', CHUNKS_QOS
+        )
+        log_dir = self.declare_parameter(
+            'log_dir', '', ParameterDescriptor(description="folder for trajectory.csv; '' = off")
+        ).value
+        self._chunk_pub = trajectory_log.logging_publisher(
+            self._chunk_pub,
+            str(log_dir),
+            self.model.joint_names,
+            None if self.config.stamp_clock == 'monotonic' else self._clock_ns,
         )
         self._state_pub = self.create_publisher(JointState, '~/commanded_state', LATCHED)
         self.create_subscription(

@@ -9,6 +9,7 @@ Examples:
     phil hit snare --velocity 6
     phil pause | resume | stop | estop | reset | quit ; phil speed 0.8
     phil send 'LOOK|0|10'              (raw protocol line over TCP 1951, acknowledged mode)
+    phil plot runs/demo [--out DIR]    (figures and hit timing of a run's log folder)
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import sys
 
 from phil_bringup.cli.render import StatusView, parse_joint_targets, render_status
 from phil_bringup.cli.tcp_client import DEFAULT_HOST, DEFAULT_PORT, send_lines
+from phil_bringup.plots import cli as plots
 
 TRIGGERS = ('start', 'ready', 'quit', 'pause', 'resume', 'stop', 'estop', 'reset')
 
@@ -61,6 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
     send.add_argument('--host', default=DEFAULT_HOST)
     send.add_argument('--port', type=int, default=DEFAULT_PORT)
     send.add_argument('--no-ack', action='store_true', help="upstream mode: no replies")
+    plots.add_arguments(commands.add_parser(
+        'plot', help="figures (PNG) and hit timing of a run's log folder"))
     return parser
 
 
@@ -153,6 +157,8 @@ def report(ok: bool, reason: str, detail: str) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        if args.command == 'plot':
+            return plots.plot_run(args.run, args.out, args.window_ms)
         if args.command == 'send':
             for reply in send_lines(args.lines, args.host, args.port, not args.no_ack):
                 print(reply)

@@ -1,0 +1,91 @@
+"""TCP command -> first frame of the resulting motion on the bus (the whole graph, simulated).
+
+Starts the graph (launcher + device simulators), STARTs and READYs it, then sends MOVE commands
+for the right wrist over TCP, each 0.3 s long, and times the first EPOS4 target-position frame
+(0x307) on the simulated CAN bus whose target leaves the held value. Prints one JSON line with
+p50/p99/max over the commands (goal p99 <= 20 ms; upstream could wait ~1 s behind idle filler).
+
+Usage: python phil_bringup/bench/bench_command_latency.py [--count 100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from phil_bringup.testing.graph import FrameCapture, RunningGraph
+from phil_description.core import default_robot_model
+from phil_hardware.core.codecs import epos4
+from phil_hardware.core.codecs.frame import CanFrame
+
+JOINT = 'right_wrist'
+
+
+def wrist_targets_after(capture: FrameCapture, start_index: int, node_id: int, gear: float):
+    for index in range(start_index, len(capture.frames)):
+        received_s, arbitration_id, data, extended = capture.frames[index]
+        if not extended and arbitration_id == 0x300 + node_id:
+            command = epos4.decode_rpdo(CanFrame(arbitration_id, data, extended),
+                                        gear_ratio=gear)
+            yield received_s, command.position_rad
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--count', type=int, default=100)
+    args = parser.parse_args()
+    motor = default_robot_model(sim=True).joint(JOINT).motor
+    latencies_ms = []
+    with tempfile.TemporaryDirectory() as folder:
+        graph = RunningGraph(Path(folder)).start()
+        capture = FrameCapture(graph.channels)
+        try:
+            graph.line('START')
+            graph.line_until_ok('READY', 60.0)
+            graph.wait_state('IDLE', 30.0)
+            time.sleep(4.0)  # START's 3 s move to home
+            angles = (60.0, 80.0)
+            for index in range(args.count):
+                target = angles[index % 2]
+                held = motor.joint_to_motor_rad(math.radians(angles[(index + 1) % 2]))
+                mark = len(capture.frames)
+                sent_s = time.monotonic()
+                reply = graph.line(f'MOVE|{JOINT}|{target}|0.3')
+                if not reply.startswith('OK|'):
+                    raise RuntimeError(f'MOVE refused: {reply}')
+                deadline = sent_s + 2.0
+                first = None
+                while first is None and time.monotonic() < deadline:
+                    for received_s, position in wrist_targets_after(capture, mark, motor.device_id,
+                                                                    motor.gear_ratio):
+                        if abs(position - held) > 1e-4:
+                            first = received_s
+                            break
+                    time.sleep(0.001)
+                if first is not None:
+                    latencies_ms.append((first - sent_s) * 1e3)
+                time.sleep(0.45)  # let the 0.3 s move finish before the next command
+            graph.line('QUIT')
+            graph.wait_exit(60.0)
+        finally:
+            capture.close()
+            graph.stop()
+    latencies_ms.sort()
+
+    def quantile(q: float) -> float:
+        return latencies_ms[min(len(latencies_ms) - 1, int(q * len(latencies_ms)))]
+
+    print(json.dumps({
+        'benchmark': 'tcp_command_to_first_frame', 'commands': args.count,
+        'measured': len(latencies_ms), 'p50_ms': round(statistics.median(latencies_ms), 2),
+        'p99_ms': round(quantile(0.99), 2), 'max_ms': round(latencies_ms[-1], 2),
+        'goal_p99_ms': 20.0}))
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,506 @@
+"""Load a run folder: the CSV and JSONL logs the nodes write under their ``log_dir``.
+
+Every time is on the robot clock (CLOCK_MONOTONIC seconds) unless noted.
+
+========================  =====================================================================
+``motors.csv``            hardware: ``t,id,mode,desired,actual,err,current_or_torque,
+                          desired_velocity``, one row per joint per state sample (~200 Hz), rad
+``ticks.csv``             hardware: ``t,tick_p50_s,tick_p99_s,tick_max_s,overruns,missed_ticks``
+                          about once a second (window statistics of the bus-loop tick lateness)
+``ticks_trace.csv``       optional per-tick lateness (``lateness_s``, optional ``t``), e.g. from
+                          ``BusLoopClient.trace()`` via :func:`write_ticks_trace`
+``trajectory.csv``        trajectory_generator: ``t,joint 0,...,joint 12``, commanded points, rad
+``hits.csv``              score_player: ``t,play_id,bar,instrument,hand,velocity,score_time_s,
+                          command_time_s``, one row per commanded hit
+``impacts.jsonl``         device simulator: one JSON object per detected impact (``instrument``,
+                          ``time_s``, ``limb``, ...)
+``commands.csv``          tcp_bridge: ``t,client,opcode,result,line,reason`` (t: wall clock)
+========================  =====================================================================
+
+Missing files are fine (that log is None). A malformed line raises :class:`RunLogError` naming
+the file and the line; a last line cut short by a crash (no final newline) is dropped with a
+warning instead. ``load_run(..., strict=False)`` records such errors per file instead of raising.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+FILES = {
+    'motors': 'motors.csv',
+    'ticks': 'ticks.csv',
+    'ticks_trace': 'ticks_trace.csv',
+    'trajectory': 'trajectory.csv',
+    'hits': 'hits.csv',
+    'impacts': 'impacts.jsonl',
+    'commands': 'commands.csv',
+}
+EPOCH_THRESHOLD_S = 1e8
+FALLBACK_JOINT_NAMES = (
+    'waist', 'right_shoulder_1', 'left_shoulder_1', 'right_shoulder_2', 'right_elbow',
+    'left_shoulder_2', 'left_elbow', 'right_wrist', 'left_wrist', 'right_pedal', 'left_pedal',
+    'head_yaw', 'head_pitch',
+)
+
+
+class RunLogError(ValueError):
+    """A log file that cannot be read; ``str()`` is ``<path>:<line>: <reason>``."""
+
+    def __init__(self, path: Path, line: int | None, reason: str) -> None:
+        self.path, self.line, self.reason = Path(path), line, reason
+        where = f'{self.path}:{line}' if line is not None else str(self.path)
+        super().__init__(f'{where}: {reason}')
+
+
+# ---------------------------------------------------------------------------------- records
+@dataclass(frozen=True)
+class MotorLog:
+    """``motors.csv`` as flat columns (one entry per row); use :meth:`joint`."""
+
+    t: np.ndarray
+    id: np.ndarray
+    mode: np.ndarray
+    desired: np.ndarray
+    actual: np.ndarray
+    err: np.ndarray
+    current_or_torque: np.ndarray
+    desired_velocity: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.t)
+
+    @property
+    def joint_ids(self) -> list[int]:
+        return sorted({int(i) for i in self.id})
+
+    def joint(self, joint_id: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(t, desired, actual) of one joint, rad, in file order."""
+        mask = self.id == joint_id
+        return self.t[mask], self.desired[mask], self.actual[mask]
+
+
+@dataclass(frozen=True)
+class TickWindows:
+    """``ticks.csv``: lateness statistics per window, s; running overrun counters."""
+
+    t: np.ndarray
+    p50_s: np.ndarray
+    p99_s: np.ndarray
+    max_s: np.ndarray
+    overruns: np.ndarray
+    missed_ticks: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.t)
+
+
+@dataclass(frozen=True)
+class TickTrace:
+    """``ticks_trace.csv``: lateness of every traced tick, s (``t`` empty when not logged)."""
+
+    lateness_s: np.ndarray
+    t: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.lateness_s)
+
+
+@dataclass(frozen=True)
+class TrajectoryLog:
+    """``trajectory.csv``: (N,) times and (N, J) positions, rad (NaN = not in that chunk)."""
+
+    t: np.ndarray
+    positions: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.t)
+
+
+@dataclass(frozen=True)
+class HitLog:
+    """``hits.csv``: commanded hits."""
+
+    t: np.ndarray
+    play_id: tuple[str, ...]
+    bar: np.ndarray
+    instrument: tuple[str, ...]
+    hand: tuple[str, ...]
+    velocity: np.ndarray
+    score_time_s: np.ndarray
+    command_time_s: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.t)
+
+
+@dataclass(frozen=True)
+class ImpactLog:
+    """``impacts.jsonl``: detected impacts."""
+
+    time_s: np.ndarray
+    instrument: tuple[str, ...]
+    limb: tuple[str, ...]
+    speed: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.time_s)
+
+
+@dataclass(frozen=True)
+class CommandLog:
+    """``commands.csv``: protocol lines received (t on the wall clock)."""
+
+    t: np.ndarray
+    client: tuple[str, ...]
+    opcode: tuple[str, ...]
+    result: tuple[str, ...]
+    line: tuple[str, ...]
+    reason: tuple[str, ...]
+
+    def __len__(self) -> int:
+        return len(self.t)
+
+
+@dataclass
+class RunLog:
+    """Everything found in one run folder (None = file absent or, non-strict, unreadable)."""
+
+    folder: Path
+    joint_names: tuple[str, ...] = FALLBACK_JOINT_NAMES
+    motors: MotorLog | None = None
+    ticks: TickWindows | None = None
+    ticks_trace: TickTrace | None = None
+    trajectory: TrajectoryLog | None = None
+    hits: HitLog | None = None
+    impacts: ImpactLog | None = None
+    commands: CommandLog | None = None
+    errors: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def why_missing(self, name: str) -> str:
+        """Why log ``name`` is None: its error, or that its file is absent or empty."""
+        if name in self.errors:
+            return self.errors[name]
+        if (self.folder / FILES[name]).is_file():
+            return f'{FILES[name]} has no rows'
+        return f'no {FILES[name]}'
+
+    def get(self, name: str):
+        """Log ``name`` if it is present and has rows, else None."""
+        value = getattr(self, name)
+        return value if value is not None and len(value) else None
+
+    @property
+    def start_s(self) -> float:
+        """Earliest robot-clock time of the run (0 when nothing is timed)."""
+        firsts = [float(np.nanmin(log.t)) for log in (self.motors, self.trajectory, self.ticks)
+                  if log is not None and len(log)]
+        if self.hits is not None and len(self.hits):
+            firsts.append(float(np.nanmin(self.hits.command_time_s)))
+        firsts = [t for t in firsts if math.isfinite(t)]
+        return min(firsts) if firsts else 0.0
+
+
+# ---------------------------------------------------------------------------------- parsing
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding='utf-8')
+    except UnicodeDecodeError as error:
+        raise RunLogError(path, None, f'not UTF-8 text ({error.reason} at byte '
+                                      f'{error.start})') from None
+
+
+def read_csv(path: Path, numeric: Sequence[str], text: Sequence[str] = (),
+             blank_as_nan: bool = False, optional: Sequence[str] = (),
+             warnings: list[str] | None = None) -> dict[str, np.ndarray | tuple[str, ...]]:
+    """Read a CSV file with a header into columns.
+
+    Args:
+        path: The file.
+        numeric: Columns parsed as floats ('nan' allowed).
+        text: Columns kept as strings.
+        blank_as_nan: An empty numeric field is NaN (else an error).
+        optional: Columns of ``numeric`` / ``text`` that may be absent from the header
+            (they come back empty).
+        warnings: Gets a message when a cut-off last line is dropped.
+
+    Returns:
+        Column name -> float array or tuple of strings, and ``_line``: the line of every row.
+
+    Raises:
+        RunLogError: Missing columns, a row with the wrong number of fields, a value that is
+            not a number; naming the file and the line.
+    """
+    content = _read_text(path)
+    reader = csv.reader(io.StringIO(content, newline=''))
+    rows: list[list[str]] = []
+    lines: list[int] = []
+    header: list[str] | None = None
+    try:
+        for row in reader:
+            if header is None:
+                header = [name.strip() for name in row]
+                continue
+            if not row:
+                continue  # blank line
+            rows.append(row)
+            lines.append(reader.line_num)
+    except csv.Error as error:
+        raise RunLogError(path, reader.line_num, f'not CSV: {error}') from None
+    columns: dict[str, np.ndarray | tuple[str, ...]] = {}
+    if header is None:
+        for name in numeric:
+            columns[name] = np.empty(0)
+        for name in text:
+            columns[name] = ()
+        columns['_line'] = np.empty(0, dtype=int)
+        return columns
+    absent = [name for name in (*numeric, *text) if name not in header and name not in optional]
+    if absent:
+        raise RunLogError(path, 1, f'header lacks column(s) {", ".join(absent)} '
+                                   f'(header: {",".join(header)})')
+    width = len(header)
+    positions = [(name, header.index(name)) for name in numeric if name in header]
+
+    def problem(row: list[str]) -> str | None:
+        if len(row) != width:
+            return f'expected {width} fields ({",".join(header)}), got {len(row)}'
+        for name, position in positions:
+            value = row[position].strip()
+            if blank_as_nan and not value:
+                continue
+            try:
+                float(value)
+            except ValueError:
+                return f'column {name}: {value!r} is not a number'
+        return None
+
+    if rows and not content.endswith(('\n', '\r')):
+        reason = problem(rows[-1])
+        if reason is not None:  # a crash cut the last line short
+            if warnings is not None:
+                warnings.append(f'{path}:{lines[-1]}: last line cut off ({reason}); ignored')
+            rows.pop()
+            lines.pop()
+
+    def check_rows() -> None:
+        for row, line in zip(rows, lines, strict=True):
+            reason = problem(row)
+            if reason is not None:
+                raise RunLogError(path, line, reason)
+
+    if any(len(row) != width for row in rows):
+        check_rows()
+    for name, position in positions:
+        values = [row[position].strip() for row in rows]
+        if blank_as_nan:
+            values = [value or 'nan' for value in values]
+        try:
+            array = np.array(values, dtype=float).reshape(len(rows))
+        except ValueError:
+            check_rows()  # raises naming the line; else numpy was pickier than float()
+            array = np.array([float(value) for value in values])
+        columns[name] = array
+    for name in numeric:
+        if name not in header:
+            columns[name] = np.full(len(rows), math.nan)
+    for name in text:
+        if name not in header:
+            columns[name] = ('',) * len(rows)
+            continue
+        position = header.index(name)
+        columns[name] = tuple(row[position] for row in rows)
+    columns['_line'] = np.array(lines, dtype=int)
+    return columns
+
+
+def _csv_header(path: Path) -> list[str]:
+    first = _read_text(path).partition('\n')[0]
+    return [name.strip() for name in next(csv.reader([first]), [])]
+
+
+def load_motors(path: Path, warnings: list[str] | None = None) -> MotorLog:
+    """``motors.csv`` (``MotorCsvLog``)."""
+    names = ('t', 'id', 'mode', 'desired', 'actual', 'err', 'current_or_torque',
+             'desired_velocity')
+    columns = read_csv(path, names, optional=('mode', 'err', 'current_or_torque',
+                                              'desired_velocity'), warnings=warnings)
+    ids = columns['id']
+    bad = np.flatnonzero(~np.isfinite(ids) | (ids != np.round(ids)) | (ids < 0))
+    if bad.size:
+        raise RunLogError(path, int(columns['_line'][bad[0]]),
+                          f'column id: {ids[bad[0]]:g} is not a joint index')
+    return MotorLog(**{name: columns[name] for name in names[:1]}, id=ids.astype(int),
+                    **{name: columns[name] for name in names[2:]})
+
+
+def load_ticks(path: Path, warnings: list[str] | None = None) -> TickWindows:
+    """``ticks.csv`` (``TickCsvLog``)."""
+    c = read_csv(path, ('t', 'tick_p50_s', 'tick_p99_s', 'tick_max_s', 'overruns',
+                        'missed_ticks'), warnings=warnings)
+    return TickWindows(c['t'], c['tick_p50_s'], c['tick_p99_s'], c['tick_max_s'],
+                       c['overruns'], c['missed_ticks'])
+
+
+def load_ticks_trace(path: Path, warnings: list[str] | None = None) -> TickTrace:
+    """``ticks_trace.csv``: column ``lateness_s``, optionally ``t``."""
+    c = read_csv(path, ('lateness_s', 't'), optional=('t',), warnings=warnings)
+    return TickTrace(c['lateness_s'], c['t'])
+
+
+def write_ticks_trace(path: Path, lateness_s: Sequence[float],
+                      times_s: Sequence[float] | None = None) -> Path:
+    """Write ``ticks_trace.csv`` (e.g. ``BusLoopClient.trace()`` at the end of a run)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open('w', newline='', encoding='utf-8') as file:
+        writer = csv.writer(file)
+        if times_s is None:
+            writer.writerow(['lateness_s'])
+            writer.writerows([f'{value:.9f}'] for value in lateness_s)
+        else:
+            writer.writerow(['t', 'lateness_s'])
+            writer.writerows([f'{t:.6f}', f'{value:.9f}']
+                             for t, value in zip(times_s, lateness_s, strict=True))
+    return path
+
+
+def load_trajectory(path: Path, joint_count: int,
+                    warnings: list[str] | None = None) -> TrajectoryLog:
+    """``trajectory.csv`` (``phil_control.trajectory_log``); blank cells are NaN."""
+    header = _csv_header(path)
+    joints = [name for name in header if name.startswith('joint ')]
+    expected = [f'joint {i}' for i in range(len(joints))]
+    if joints != expected:
+        raise RunLogError(path, 1, f'joint columns must be {", ".join(expected[:2])}, ..., '
+                                   f'got {", ".join(joints)}')
+    c = read_csv(path, ('t', *joints), blank_as_nan=True, warnings=warnings)
+    positions = np.full((len(c['t']), max(joint_count, len(joints))), math.nan)
+    for index, name in enumerate(joints):
+        positions[:, index] = c[name]
+    return TrajectoryLog(c['t'], positions)
+
+
+def load_hits(path: Path, warnings: list[str] | None = None) -> HitLog:
+    """``hits.csv`` (``phil_control.play_conversions.HitLog``)."""
+    c = read_csv(path, ('t', 'bar', 'velocity', 'score_time_s', 'command_time_s'),
+                 ('play_id', 'instrument', 'hand'), warnings=warnings)
+    return HitLog(c['t'], c['play_id'], c['bar'], tuple(i.strip() for i in c['instrument']),
+                  tuple(h.strip() for h in c['hand']), c['velocity'], c['score_time_s'],
+                  c['command_time_s'])
+
+
+def load_impacts(path: Path, warnings: list[str] | None = None) -> ImpactLog:
+    """``impacts.jsonl`` (device simulator ``--impacts-jsonl``): one JSON object a line with at
+    least ``instrument`` (text) and ``time_s`` (number); blank lines are skipped."""
+    content = _read_text(path)
+    lines = content.splitlines()
+    times, instruments, limbs, speeds = [], [], [], []
+    for number, text in enumerate(lines, start=1):
+        if not text.strip():
+            continue
+        try:
+            record = json.loads(text)
+            if not isinstance(record, dict):
+                raise ValueError(f'expected a JSON object, got {type(record).__name__}')
+            instrument, time_s = record.get('instrument'), record.get('time_s')
+            if not isinstance(instrument, str) or not instrument:
+                raise ValueError('"instrument" must be a non-empty string')
+            if (isinstance(time_s, bool) or not isinstance(time_s, (int, float))
+                    or not math.isfinite(time_s)):
+                raise ValueError(f'"time_s" must be a finite number, got {time_s!r}')
+            speed = record.get('speed', math.nan)
+            speed = float(speed) if isinstance(speed, (int, float)) else math.nan
+        except ValueError as error:  # json.JSONDecodeError is a ValueError
+            if number == len(lines) and not content.endswith('\n'):
+                if warnings is not None:
+                    warnings.append(f'{path}:{number}: last line cut off ({error}); ignored')
+                continue
+            raise RunLogError(path, number, str(error)) from None
+        times.append(float(time_s))
+        instruments.append(instrument)
+        limbs.append(str(record.get('limb', '')))
+        speeds.append(speed)
+    return ImpactLog(np.array(times, dtype=float), tuple(instruments), tuple(limbs),
+                     np.array(speeds, dtype=float))
+
+
+def load_commands(path: Path, warnings: list[str] | None = None) -> CommandLog:
+    """``commands.csv`` (tcp_bridge ``CommandCsvLog``)."""
+    c = read_csv(path, ('t',), ('client', 'opcode', 'result', 'line', 'reason'),
+                 warnings=warnings)
+    return CommandLog(c['t'], c['client'], c['opcode'], c['result'], c['line'], c['reason'])
+
+
+def default_joint_names() -> tuple[str, ...]:
+    """The robot model's joint order (``joint i`` / ``id`` i), or the upstream order."""
+    try:
+        from phil_description.core import default_robot_model
+
+        return tuple(default_robot_model().joint_names)
+    except Exception:  # plotting must work without a loadable model
+        return FALLBACK_JOINT_NAMES
+
+
+def load_run(folder: Path | str, strict: bool = True,
+             joint_names: Sequence[str] | None = None) -> RunLog:
+    """Load every log of a run folder.
+
+    Args:
+        folder: The run folder (a node's ``log_dir``).
+        strict: Raise on the first unreadable file; otherwise record it in ``errors`` (by log
+            name) and leave that log None.
+        joint_names: Names of ``id`` / ``joint i``; default the robot model's.
+
+    Raises:
+        FileNotFoundError: ``folder`` is not a directory.
+        RunLogError: (strict) a file is malformed, naming the file and the line.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f'run folder {folder} does not exist')
+    names = tuple(joint_names) if joint_names is not None else default_joint_names()
+    run = RunLog(folder, names)
+    loaders = {
+        'motors': load_motors, 'ticks': load_ticks, 'ticks_trace': load_ticks_trace,
+        'trajectory': lambda path, warnings: load_trajectory(path, len(names), warnings),
+        'hits': load_hits, 'impacts': load_impacts, 'commands': load_commands,
+    }
+    for name, loader in loaders.items():
+        path = folder / FILES[name]
+        if not path.is_file():
+            continue
+        try:
+            setattr(run, name, loader(path, run.warnings))
+        except (RunLogError, OSError) as error:
+            if strict:
+                raise
+            run.errors[name] = str(error)
+    run.warnings.extend(clock_warnings(run))
+    return run
+
+
+def clock_warnings(run: RunLog) -> list[str]:
+    """Robot-clock logs whose times look like wall-clock (epoch) seconds while others do not:
+    CLOCK_MONOTONIC counts from boot, so 1e8 s (3 years) separates the two."""
+    times = {
+        'motors.csv': run.motors.t if run.motors is not None else None,
+        'ticks.csv': run.ticks.t if run.ticks is not None else None,
+        'trajectory.csv': run.trajectory.t if run.trajectory is not None else None,
+        'hits.csv': run.hits.command_time_s if run.hits is not None else None,
+        'impacts.jsonl': run.impacts.time_s if run.impacts is not None else None,
+    }
+    epoch = {name: bool(np.nanmedian(t) > EPOCH_THRESHOLD_S) for name, t in times.items()
+             if t is not None and len(t) and np.isfinite(t).any()}
+    if all(epoch.values()) or not any(epoch.values()):
+        return []
+    return [f'{name}: times look like wall-clock seconds, the other logs are on the robot '
+            f'(monotonic) clock; they will not line up (a node with stamp_clock: ros?)'
+            for name, wall in epoch.items() if wall]

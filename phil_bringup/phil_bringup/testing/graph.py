@@ -1,0 +1,151 @@
+"""Run the whole Phil graph (launcher + device simulators) as real processes for a test, and
+talk to it like the brain: TCP lines in acknowledged mode. Every run gets its own ROS domain,
+multicast groups (ff11::, interface-local), PTY path and TCP port, so runs never collide."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+STARTUP_TIMEOUT_S = 90.0
+
+
+def free_tcp_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(('127.0.0.1', 0))
+        return probe.getsockname()[1]
+
+
+class RunningGraph:
+    """The launcher in a subprocess; `line()` sends one protocol line and returns the reply."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+        self.log_dir = run_dir / 'logs'
+        suffix = random.randint(0x100, 0xFFF)
+        self.channel_base = f'ff11::7068:{suffix:x}:0'
+        self.channels = [f'ff11::7068:{suffix:x}:{index}' for index in range(4)]
+        self.dxl_port = str(run_dir / 'ttyDXL')
+        self.tcp_port = free_tcp_port()
+        self.env = dict(os.environ, ROS_DOMAIN_ID=str(random.randint(1, 100)),
+                        PYTHONUNBUFFERED='1')
+        self.output: list[str] = []
+        self.process: subprocess.Popen | None = None
+        self._socket: socket.socket | None = None
+        self._reader = None
+
+    def start(self) -> RunningGraph:
+        self.process = subprocess.Popen(
+            [sys.executable, '-m', 'phil_bringup.launcher', '--log-dir', str(self.log_dir),
+             '--tcp-port', str(self.tcp_port), '--sim-channel-base', self.channel_base,
+             '--sim-dxl-port', self.dxl_port],
+            env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            start_new_session=True)
+        threading.Thread(target=self._collect, daemon=True).start()
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError('launcher exited during start-up:\n' + self.text())
+            try:
+                self._connect()
+                if self.line('GET_STATUS').startswith('STATUS|STANDBY'):
+                    return self
+            except OSError:
+                time.sleep(0.5)
+        raise RuntimeError('the graph did not answer GET_STATUS in time:\n' + self.text())
+
+    def _collect(self) -> None:
+        for text in self.process.stdout:
+            self.output.append(text)
+
+    def text(self) -> str:
+        return ''.join(self.output[-200:])
+
+    def _connect(self) -> None:
+        if self._socket is not None:
+            return
+        connection = socket.create_connection(('127.0.0.1', self.tcp_port), timeout=10.0)
+        self._reader = connection.makefile('r', encoding='utf-8', newline='\n')
+        connection.sendall(b'PROTOCOL|2\n')
+        assert self._reader.readline().startswith('OK|PROTOCOL')
+        self._socket = connection
+
+    def line(self, text: str) -> str:
+        self._socket.sendall(text.encode() + b'\n')
+        return self._reader.readline().rstrip('\n')
+
+    def line_until_ok(self, text: str, timeout_s: float) -> str:
+        """Repeat a command the state machine refuses for now (e.g. READY while START is still
+        enabling the drives) until it is accepted."""
+        deadline = time.monotonic() + timeout_s
+        reply = self.line(text)
+        while not reply.startswith('OK|') and time.monotonic() < deadline:
+            time.sleep(0.25)
+            reply = self.line(text)
+        return reply
+
+    def status(self) -> list[str]:
+        return self.line('GET_STATUS').split('|')
+
+    def wait_state(self, state: str, timeout_s: float) -> list[str]:
+        deadline = time.monotonic() + timeout_s
+        fields = self.status()
+        while fields[1] != state and time.monotonic() < deadline:
+            time.sleep(0.2)
+            fields = self.status()
+        assert fields[1] == state, f'state {fields[1]}, expected {state}\n{self.text()}'
+        return fields
+
+    def wait_exit(self, timeout_s: float) -> int:
+        try:
+            return self.process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            raise AssertionError('the graph did not exit:\n' + self.text()) from None
+
+    def stop(self) -> None:
+        if self._socket is not None:
+            self._socket.close()
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+
+
+class FrameCapture:
+    """Every CAN frame on the graph's simulated buses, with receive times (monotonic s)."""
+
+    def __init__(self, channels: list[str]) -> None:
+        from phil_hardware.sim.multicast import open_can_bus
+
+        self.frames: list[tuple[float, int, bytes, bool]] = []
+        self._buses = [open_can_bus(f'can{index}', 'udp_multicast', channel)
+                       for index, channel in enumerate(channels)]
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=self._listen, args=(bus,), daemon=True)
+                         for bus in self._buses]
+        for thread in self._threads:
+            thread.start()
+
+    def _listen(self, bus) -> None:
+        while not self._stop.is_set():
+            message = bus.recv(timeout=0.1)
+            if message is not None:
+                self.frames.append((time.monotonic(), message.arbitration_id,
+                                    bytes(message.data), message.is_extended_id))
+
+    def close(self) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout=2.0)
+        for bus in self._buses:
+            bus.shutdown()
