@@ -8,7 +8,7 @@ run: setup
 	@tools/run.sh
 
 demo: setup
-	@tools/run.sh --demo
+	@tools/run.sh --demo rock
 
 test:
 	@tools/test.sh

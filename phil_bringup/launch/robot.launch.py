@@ -34,7 +34,7 @@ def launch_setup(context):
     actions = []
     for spec in nodes_for(sim):
         if not spec.ros_node:
-            command = [spec.executable, *spec.arguments, '--ros']
+            command = [spec.executable, *spec.arguments, '--ros']  # /phil/sim/impacts
             if log_dir:
                 command += ['--impacts-jsonl', f'{log_dir}/impacts.jsonl']
             actions.append(ExecuteProcess(

@@ -51,10 +51,9 @@ def node_command(spec: NodeSpec, sim: bool, log_dir: Path | None = None,
     executable = package_prefix(spec.package) / 'lib' / spec.package / spec.executable
     command = [str(executable), *spec.arguments]
     if not spec.ros_node:
-        if spec.executable == 'device_simulator':
-            command.append('--ros')  # detected impacts on /phil/sim/impacts
-            if log_dir is not None:
-                command += ['--impacts-jsonl', str(log_dir / 'impacts.jsonl')]
+        if spec.executable == 'device_simulator' and log_dir is not None:
+            # Detected impacts go to the run folder (the plots and benchmarks read them).
+            command += ['--impacts-jsonl', str(log_dir / 'impacts.jsonl')]
         for option, value in (overrides or {}).items():
             command += [f'--{option}', value]
         return command

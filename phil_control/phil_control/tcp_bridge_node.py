@@ -44,7 +44,8 @@ class PlannerHandler:
         self._status = status
 
     def handle(self, command, client_id: int) -> HandlerReply:
-        if not self._client.service_is_ready():
+        # Right after start-up the planner may not be discovered yet: give it a moment.
+        if not self._client.wait_for_service(timeout_sec=self._timeout_s):
             return HandlerReply(False, 'behavior_planner is not running')
         done = threading.Event()
         future = self._client.call_async(Command.Request(line=format_command(command)))

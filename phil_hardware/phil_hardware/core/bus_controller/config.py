@@ -6,9 +6,10 @@ never expands the URDF itself.
 
 from __future__ import annotations
 
+import ipaddress
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from phil_description.core import (
     CanBusParams,
@@ -58,8 +59,8 @@ class SequenceTiming:
     controlword_settle_s: float = 0.05
     mode_switch_settle_s: float = 0.002
     feedback_wait_s: float = 0.5
-    dxl_reply_timeout_s: float = 0.05
-    dxl_retries: int = 3
+    dxl_reply_timeout_s: float = 0.1
+    dxl_retries: int = 5
     enable_timeout_s: float = 0.5
 
     def __post_init__(self) -> None:
@@ -219,7 +220,52 @@ def controller_config_from_model(
     )
 
 
+def relocate_buses(
+    can_buses: dict[str, CanBusParams],
+    serial_buses: dict[str, SerialBusParams],
+    *,
+    can_channel_base: str = '',
+    serial_port: str = '',
+) -> tuple[dict[str, CanBusParams], dict[str, SerialBusParams]]:
+    """The buses moved to other channels, so several simulated robots can share a machine.
+
+    Args:
+        can_buses / serial_buses: The model's buses (``model.hardware.*``).
+        can_channel_base: IPv6 multicast group of the first CAN bus; the others follow (+1,
+            +2, ...) in the given order, exactly as the simulator runner's
+            ``--can-channel-base``. Only for ``udp_multicast`` buses. '' keeps the channels.
+        serial_port: Device path of the (single) Dynamixel bus, e.g. the simulator's
+            ``--dxl-port`` link. '' keeps the port.
+
+    Returns:
+        New ``(can_buses, serial_buses)`` dicts.
+
+    Raises:
+        ValueError: A base that is not an IPv6 address, a CAN bus that is not udp_multicast,
+            or a port for several serial buses.
+    """
+    can_buses, serial_buses = dict(can_buses), dict(serial_buses)
+    if can_channel_base:
+        try:
+            first = ipaddress.IPv6Address(can_channel_base)
+        except ValueError:
+            raise ValueError(f'CAN channel base {can_channel_base!r} is not an IPv6 '
+                             'address') from None
+        for index, (name, params) in enumerate(can_buses.items()):
+            if params.interface != 'udp_multicast':
+                raise ValueError(f'CAN channel base given, but bus {name!r} is '
+                                 f'{params.interface}, not udp_multicast (sim:=true only)')
+            can_buses[name] = replace(params, channel=str(first + index))
+    if serial_port:
+        if len(serial_buses) != 1:
+            raise ValueError(f'a serial port override needs exactly one serial bus, the '
+                             f'model has {len(serial_buses)}')
+        name, params = next(iter(serial_buses.items()))
+        serial_buses[name] = replace(params, port=serial_port)
+    return can_buses, serial_buses
+
+
 __all__ = [
     'ControllerConfig', 'CycleConfig', 'Epos4Params', 'JointConfig', 'SequenceTiming',
-    'TMotorParams', 'controller_config_from_model', 'default_gravity_joints',
+    'TMotorParams', 'controller_config_from_model', 'default_gravity_joints', 'relocate_buses',
 ]

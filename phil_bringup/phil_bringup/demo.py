@@ -1,0 +1,97 @@
+"""`make demo` / `tools/run.sh --demo SCORE`: play one score end to end like the brain would
+(START, READY, PLAY, QUIT over TCP), then print the hit-timing summary from the run's logs.
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+import time
+from pathlib import Path
+
+START_TIMEOUT_S = 60.0
+PLAY_TIMEOUT_S = 600.0
+
+
+class BrainConnection:
+    """One TCP connection in acknowledged mode."""
+
+    def __init__(self, port: int, host: str = '127.0.0.1', timeout_s: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                self._socket = socket.create_connection((host, port), timeout=10.0)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+        self._reader = self._socket.makefile('r', encoding='utf-8', newline='\n')
+        self.send('PROTOCOL|2')
+
+    def send(self, line: str) -> str:
+        self._socket.sendall(line.encode() + b'\n')
+        return self._reader.readline().rstrip('\n')
+
+    def state(self) -> str:
+        return self.send('GET_STATUS').split('|')[1]
+
+    def until(self, line: str, timeout_s: float) -> str:
+        """Repeat ``line`` until it is accepted (e.g. READY while START is still running)."""
+        deadline = time.monotonic() + timeout_s
+        reply = self.send(line)
+        while not reply.startswith('OK|') and time.monotonic() < deadline:
+            time.sleep(0.25)
+            reply = self.send(line)
+        return reply
+
+    def wait_state(self, wanted: set[str], timeout_s: float) -> str:
+        deadline = time.monotonic() + timeout_s
+        state = self.state()
+        while state not in wanted and time.monotonic() < deadline:
+            time.sleep(0.25)
+            state = self.state()
+        return state
+
+    def close(self) -> None:
+        self._socket.close()
+
+
+def run_demo(score: str, port: int, log_dir: Path | None) -> int:
+    """Drive the graph through one song; return 0 when every step was accepted."""
+    brain = BrainConnection(port)
+    try:
+        steps = [('START', brain.send('START'))]
+        steps.append(('READY', brain.until('READY', START_TIMEOUT_S)))
+        steps.append((f'PLAY|{score}', brain.until(f'PLAY|{score}', START_TIMEOUT_S)))
+        for step, reply in steps:
+            print(f'[demo] {step} -> {reply}', flush=True)
+            if not reply.startswith('OK|'):
+                return 1
+        brain.wait_state({'PLAYING'}, 10.0)
+        print('[demo] playing ...', flush=True)
+        final = brain.wait_state({'IDLE', 'FAULT', 'ESTOP'}, PLAY_TIMEOUT_S)
+        print(f'[demo] play ended in {final}', flush=True)
+        print(f'[demo] QUIT -> {brain.send("QUIT")}', flush=True)
+    finally:
+        brain.close()
+    if log_dir is not None:
+        print_timing(log_dir)
+    return 0 if final == 'IDLE' else 1
+
+
+def print_timing(log_dir: Path) -> None:
+    """The hit-timing table (detected impacts vs commanded hits) of the run."""
+    from phil_bringup.plots import runlog
+    from phil_bringup.plots.stats import format_timing, hit_timing
+
+    time.sleep(1.0)  # the simulator flushes its last impacts
+    try:
+        hits = runlog.load_hits(log_dir / 'hits.csv')
+        impacts = runlog.load_impacts(log_dir / 'impacts.jsonl')
+    except (OSError, runlog.RunLogError) as error:
+        print(f'[demo] no timing summary: {error}', file=sys.stderr)
+        return
+    report = hit_timing(hits.instrument, hits.command_time_s, impacts.instrument,
+                        impacts.time_s)
+    print(format_timing(report), flush=True)
