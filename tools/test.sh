@@ -21,7 +21,8 @@ if [ -n "${CI:-}" ]; then export HYPOTHESIS_PROFILE=${HYPOTHESIS_PROFILE:-ci}; f
 colcon test-result --delete-yes >/dev/null 2>&1 || true
 status=0
 colcon test --paths phil_msgs phil_description phil_control phil_hardware phil_bringup \
-  --event-handlers console_cohesion+ summary+ --return-code-on-test-failure "$@" || status=$?
+  --executor sequential --event-handlers console_cohesion+ summary+ \
+  --return-code-on-test-failure "$@" || status=$?
 
 python "$root/tools/test_summary.py" build || status=$?
 exit "$status"

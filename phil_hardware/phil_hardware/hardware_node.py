@@ -9,7 +9,18 @@ Lifecycle (like a ros2_control hardware component):
     deactivate  stop motion, drives disabled (torque off); buses stay open.
     cleanup     stop the bus-loop process, close the buses.
 The node configures itself at start-up (``configure_on_start``) so /hardware/status shows the
-discovered motors before START.
+discovered motors before START. The bus configuration is read from the parameters at every
+configure: after a failed discovery (status: ``missing_motors`` and one MOTOR_MISSING fault per
+joint), set ``allow_missing`` and configure again. A bus loop that died (PROCESS_DIED) makes
+the next transition an error transition, which ends unconfigured; configure starts a new one.
+``lifecycle_state`` in the status is the state machine's primary state, announced once a
+lifecycle request would find the node in it (during a transition: the state it left).
+
+Buses come from the URDF (``sim`` selects the simulator buses). ``can_channel_base`` ('' = the
+URDF's) moves the udp_multicast CAN buses to that ff11:: group and the following ones (can0..3
+on base+0..3, like the device simulator's ``--can-channel-base``) and ``dxl_port`` ('' = the
+URDF's) replaces the Dynamixel port (the simulator's ``--dxl-port``), so several simulated
+robots can run on one machine.
 
 Topics: /joint_states (measured, ``joint_state_rate_hz``), ~/motor_states (MotorStates),
 ~/status (HardwareStatus, transient local, on change and at ``status_rate_hz``); subscribes
@@ -18,7 +29,10 @@ Topics: /joint_states (measured, ``joint_state_rate_hz``), ~/motor_states (Motor
 message holds). Services ~/estop and ~/reset (phil_msgs/Trigger).
 
 Nothing here waits on the loop except the lifecycle transitions, which run on their own
-callback group of a MultiThreadedExecutor while the publishers keep going.
+callback group of a MultiThreadedExecutor while the publishers keep going. /joint_states (and
+the status on change) is published from a thread of its own on absolute deadlines, not from an
+executor timer: with a 200 Hz timer the node took ~30 % of a core, mostly executor overhead,
+and the rate fell below 100 Hz as soon as the process was busy (~16 % and steady with it).
 """
 
 from __future__ import annotations
@@ -26,6 +40,8 @@ from __future__ import annotations
 import csv
 import math
 import threading
+import time
+from concurrent import futures
 from pathlib import Path
 
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
@@ -38,7 +54,7 @@ from trajectory_msgs.msg import JointTrajectory
 from phil_description.core import default_robot_model
 from phil_description.node_runner import run_node
 from phil_hardware import hardware_conversions as convert
-from phil_hardware.core.bus_controller import controller_config_from_model
+from phil_hardware.core.bus_controller import controller_config_from_model, relocate_buses
 from phil_hardware.core.realtime import RealtimeConfig
 from phil_hardware.core.safety import SafetyConfig
 from phil_hardware.rt import BusLoopClient, BusLoopConfig, BusLoopError
@@ -49,11 +65,13 @@ from phil_msgs.srv import Trigger
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                      reliability=ReliabilityPolicy.RELIABLE)
 TRANSITION_TIMEOUT_S = 30.0
+RESET_TIMEOUT_S = 5.0
+PRIMARY_STATES = ('unconfigured', 'inactive', 'active', 'finalized')
 PARAMETERS = {
     'sim': False, 'sched_priority': 40, 'cpu_affinity': [-1], 'lock_memory': True,
     'allow_missing': [''], 'can_feedback_timeout_s': 0.05, 'serial_feedback_timeout_s': 0.1,
     'joint_state_rate_hz': 200.0, 'motor_state_rate_hz': 20.0, 'status_rate_hz': 5.0,
-    'configure_on_start': True, 'log_dir': '',
+    'configure_on_start': True, 'log_dir': '', 'can_channel_base': '', 'dxl_port': '',
 }
 
 
@@ -88,6 +106,39 @@ class MotorCsvLog:
         self._file.close()
 
 
+class TickCsvLog:
+    """`ticks.csv`: the bus loop's tick-lateness window statistics about once a second (t =
+    robot monotonic seconds; lateness in s; overruns and missed_ticks are running totals)."""
+
+    HEADER = ['t', 'tick_p50_s', 'tick_p99_s', 'tick_max_s', 'overruns', 'missed_ticks']
+
+    def __init__(self, path: Path, period_s: float = 1.0) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = path.open('w', newline='')
+        self._writer = csv.writer(self._file)
+        self._writer.writerow(self.HEADER)
+        self._file.flush()
+        self._period_s = period_s
+        self._next_s = -math.inf
+        self._lock = threading.Lock()
+
+    def write(self, snapshot) -> None:
+        if snapshot.time_s < self._next_s:
+            return
+        with self._lock:
+            if self._file.closed:
+                return
+            self._next_s = snapshot.time_s + self._period_s
+            self._writer.writerow([f'{snapshot.time_s:.4f}', f'{snapshot.tick_p50_s:.9f}',
+                                   f'{snapshot.tick_p99_s:.9f}', f'{snapshot.tick_max_s:.9f}',
+                                   snapshot.overruns, snapshot.missed_ticks])
+            self._file.flush()
+
+    def close(self) -> None:
+        with self._lock:
+            self._file.close()
+
+
 class HardwareNode(LifecycleNode):
     """Lifecycle front end of the bus-loop process."""
 
@@ -96,19 +147,7 @@ class HardwareNode(LifecycleNode):
         values = {name: self.declare_parameter(name, default).value
                   for name, default in PARAMETERS.items()}
         self._model = default_robot_model(sim=bool(values['sim']))
-        affinity = tuple(int(c) for c in values['cpu_affinity'] if int(c) >= 0)
-        missing = tuple(name for name in values['allow_missing'] if name)
-        for name in missing:
-            self._model.joint(name)  # KeyError names an unknown joint at start-up
-        safety = SafetyConfig(can_feedback_timeout_s=float(values['can_feedback_timeout_s']),
-                              serial_feedback_timeout_s=float(
-                                  values['serial_feedback_timeout_s']))
-        self._config = BusLoopConfig(
-            controller=controller_config_from_model(self._model, safety=safety,
-                                                    allow_missing=missing),
-            realtime=RealtimeConfig(sched_priority=int(values['sched_priority']),
-                                    cpu_affinity=affinity,
-                                    lock_memory=bool(values['lock_memory'])))
+        self._config = self._bus_loop_config()  # bad parameters fail at start-up
         rates = {key: float(values[key]) for key in ('joint_state_rate_hz', 'motor_state_rate_hz',
                                                       'status_rate_hz')}
         if rates['joint_state_rate_hz'] < 100.0 or min(rates.values()) <= 0:
@@ -117,9 +156,12 @@ class HardwareNode(LifecycleNode):
         self._clock_bridge = convert.ClockBridge()
         self._client: BusLoopClient | None = None
         self._lifecycle = 'unconfigured'
+        self._published_state = 'unconfigured'
         self._node_faults: list[Fault] = []
+        self._missing: tuple[str, ...] = ()  # from a failed discovery, once the loop is gone
         self._last_status_key = None
         self._motor_log: MotorCsvLog | None = None
+        self._tick_log: TickCsvLog | None = None
         self._lock = threading.Lock()
         io_group = MutuallyExclusiveCallbackGroup()
         command_group = ReentrantCallbackGroup()
@@ -132,16 +174,47 @@ class HardwareNode(LifecycleNode):
                                  callback_group=command_group)
         self.create_service(Trigger, '~/estop', self._on_estop, callback_group=command_group)
         self.create_service(Trigger, '~/reset', self._on_reset, callback_group=command_group)
-        self.create_timer(1.0 / rates['joint_state_rate_hz'], self._publish_joint_states,
-                          callback_group=io_group)
         self.create_timer(1.0 / rates['motor_state_rate_hz'], self._publish_motor_states,
                           callback_group=io_group)
         self.create_timer(1.0 / rates['status_rate_hz'], lambda: self._publish_status(True),
                           callback_group=io_group)
         self._publish_status(True)
+        self._stop_publishing = threading.Event()
+        self._joint_state_thread = threading.Thread(
+            target=self._joint_state_loop, args=(1.0 / rates['joint_state_rate_hz'],),
+            name='phil-joint-states', daemon=True)
+        self._joint_state_thread.start()
         if values['configure_on_start']:
             self._start_timer = self.create_timer(0.0, self._configure_once,
                                                   callback_group=command_group)
+
+    def _bus_loop_config(self) -> BusLoopConfig:
+        """The bus-loop configuration from the current parameter values.
+
+        Raises:
+            KeyError: ``allow_missing`` names an unknown joint.
+            ValueError: A bus override does not fit the URDF's buses.
+        """
+        values = {name: self.get_parameter(name).value for name in PARAMETERS}
+        affinity = tuple(int(c) for c in values['cpu_affinity'] if int(c) >= 0)
+        missing = tuple(name for name in values['allow_missing'] if name)
+        for name in missing:
+            self._model.joint(name)  # KeyError names an unknown joint
+        safety = SafetyConfig(can_feedback_timeout_s=float(values['can_feedback_timeout_s']),
+                              serial_feedback_timeout_s=float(
+                                  values['serial_feedback_timeout_s']))
+        can_buses, serial_buses = relocate_buses(
+            self._model.hardware.can_buses, self._model.hardware.serial_buses,
+            can_channel_base=str(values['can_channel_base']),
+            serial_port=str(values['dxl_port']))
+        return BusLoopConfig(
+            controller=controller_config_from_model(self._model, safety=safety,
+                                                    allow_missing=missing,
+                                                    can_buses=can_buses,
+                                                    serial_buses=serial_buses),
+            realtime=RealtimeConfig(sched_priority=int(values['sched_priority']),
+                                    cpu_affinity=affinity,
+                                    lock_memory=bool(values['lock_memory'])))
 
     # ------------------------------------------------------------------ lifecycle
     def _configure_once(self) -> None:
@@ -151,23 +224,53 @@ class HardwareNode(LifecycleNode):
     def _run_transition(self, name: str, future_of, next_state: str) -> TransitionCallbackReturn:
         try:
             result = future_of().result(timeout=TRANSITION_TIMEOUT_S)
-        except (BusLoopError, TimeoutError) as error:
+        except (BusLoopError, futures.TimeoutError) as error:  # not the builtin before 3.11
             result = None
             reason = f'{name} failed: {error}'
         else:
             reason = f'{name} failed: {result.detail}'
         if result is None or not result.ok:
             self.get_logger().error(reason)
-            self._node_faults = [Fault(code=Fault.CODE_BUS_ERROR, reason=reason)]
+            if not self._loop_alive():
+                # Nothing left to retry against: error processing (on_error) cleans up and
+                # leaves the node unconfigured, from where configure starts a fresh bus loop.
+                self._node_faults = [Fault(code=Fault.CODE_PROCESS_DIED, reason=reason)]
+                self._publish_status(True)
+                return TransitionCallbackReturn.ERROR
+            self._node_faults = self._failure_faults(name, reason)
             self._publish_status(True)
             return TransitionCallbackReturn.FAILURE
         self._node_faults = []
+        self._missing = ()
         self._lifecycle = next_state
         self.get_logger().info(f'{name}: {result.detail}')
         self._publish_status(True)
         return TransitionCallbackReturn.SUCCESS
 
+    def _failure_faults(self, transition: str, reason: str) -> list[Fault]:
+        """Faults for a failed transition: after a failed discovery one MOTOR_MISSING per joint
+        not found (kept for the status after the bus loop has gone), else one BUS_ERROR."""
+        snapshot = self._snapshot()
+        if transition == 'configure' and snapshot is not None:
+            self._missing = tuple(snapshot.missing_motors)
+        if transition != 'configure' or not self._missing:
+            return [Fault(code=Fault.CODE_BUS_ERROR, reason=reason)]
+        motors = self._model.hardware.motors
+        return [Fault(code=Fault.CODE_MOTOR_MISSING, joint=name, reason=(
+            f'{name} ({motors[name].family.value} {motors[name].model} id '
+            f'{motors[name].device_id} on {motors[name].bus}) not found at configure; check '
+            'power, wiring and the id, or list the joint in allow_missing'))
+            for name in self._missing]
+
     def on_configure(self, state) -> TransitionCallbackReturn:
+        try:
+            self._config = self._bus_loop_config()
+        except (KeyError, ValueError) as error:
+            self._node_faults = [Fault(code=Fault.CODE_BUS_ERROR,
+                                       reason=f'configure failed: {error}')]
+            self.get_logger().error(f'configure failed: {error}')
+            self._publish_status(True)
+            return TransitionCallbackReturn.FAILURE
         try:
             self._client = BusLoopClient(self._config).start()
         except BusLoopError as error:
@@ -184,6 +287,7 @@ class HardwareNode(LifecycleNode):
             self._stop_client()
         elif self._log_dir:
             self._motor_log = MotorCsvLog(Path(self._log_dir) / 'motors.csv')
+            self._tick_log = TickCsvLog(Path(self._log_dir) / 'ticks.csv')
         return outcome
 
     def on_activate(self, state) -> TransitionCallbackReturn:
@@ -211,21 +315,37 @@ class HardwareNode(LifecycleNode):
     def on_error(self, state) -> TransitionCallbackReturn:
         self._stop_client()
         self._lifecycle = 'unconfigured'
+        self._publish_status(True)
         return TransitionCallbackReturn.SUCCESS
+
+    def _loop_alive(self) -> bool:
+        client = self._client
+        return client is not None and client.alive
+
+    def _not_running(self) -> str:
+        client = self._client
+        if client is None:
+            return 'bus loop is not running'
+        return f'bus loop is not running (exit code {client.exitcode})'
 
     def _stop_client(self) -> None:
         with self._lock:
             client, self._client = self._client, None
             log, self._motor_log = self._motor_log, None
+            ticks, self._tick_log = self._tick_log, None
         if client is not None:
             client.stop()
         if log is not None:
             log.close()
+        if ticks is not None:
+            ticks.close()
 
     def on_graph_shutdown(self) -> None:
         self._stop_client()
 
     def destroy_node(self) -> None:
+        self._stop_publishing.set()
+        self._joint_state_thread.join(2.0)
         self._stop_client()
         super().destroy_node()
 
@@ -263,8 +383,8 @@ class HardwareNode(LifecycleNode):
 
     def _on_estop(self, request, response):
         client = self._client
-        if client is None:
-            response.accepted, response.reason = False, 'bus loop is not running'
+        if client is None or not client.alive:
+            response.accepted, response.reason = False, self._not_running()
         else:
             client.estop('emergency stop requested')
             response.accepted = True
@@ -273,11 +393,15 @@ class HardwareNode(LifecycleNode):
 
     def _on_reset(self, request, response):
         client = self._client
-        if client is None:
-            response.accepted, response.reason = False, 'bus loop is not running'
+        if client is None or not client.alive:
+            response.accepted, response.reason = False, self._not_running()
         else:
-            result = client.reset().result(timeout=5.0)
-            response.accepted, response.reason = result.ok, result.detail
+            try:  # an exception escaping a service callback ends the executor's spin
+                result = client.reset().result(timeout=RESET_TIMEOUT_S)
+            except (BusLoopError, futures.TimeoutError) as error:
+                response.accepted, response.reason = False, f'reset failed: {error}'
+            else:
+                response.accepted, response.reason = result.ok, result.detail
         response.state = self._lifecycle
         self._publish_status(True)
         return response
@@ -287,15 +411,34 @@ class HardwareNode(LifecycleNode):
         client = self._client
         return client.snapshot() if client is not None else None
 
+    def _joint_state_loop(self, period_s: float) -> None:
+        """Publish /joint_states every ``period_s`` on absolute deadlines until the node is
+        destroyed or its context shut down; a late deadline is skipped, never caught up."""
+        deadline = time.monotonic()
+        while not self._stop_publishing.wait(max(0.0, deadline - time.monotonic())):
+            deadline += period_s
+            now = time.monotonic()
+            if now - deadline > period_s:
+                deadline = now
+            try:
+                self._publish_joint_states()
+            except Exception as error:  # a publisher error must not end the state stream
+                if not self.context.ok():
+                    return
+                self.get_logger().error(f'publishing joint states failed: {error}',
+                                        throttle_duration_sec=5.0)
+
     def _publish_joint_states(self) -> None:
         snapshot = self._snapshot()
-        if snapshot is None:
-            return
-        self._joint_pub.publish(convert.joint_state_msg(snapshot, self._clock_bridge))
-        log = self._motor_log
-        if log is not None:
-            log.write(snapshot, 0.0)
-        self._publish_status(False, snapshot)
+        if snapshot is not None:
+            self._joint_pub.publish(convert.joint_state_msg(snapshot, self._clock_bridge))
+            log = self._motor_log
+            if log is not None:
+                log.write(snapshot, 0.0)
+            ticks = self._tick_log
+            if ticks is not None:
+                ticks.write(snapshot)
+        self._publish_status(False, snapshot)  # changes go out within one joint-state period
 
     def _publish_motor_states(self) -> None:
         snapshot = self._snapshot()
@@ -303,11 +446,21 @@ class HardwareNode(LifecycleNode):
             self._motor_pub.publish(convert.motor_states_msg(snapshot, self._clock_bridge,
                                                              self._model.hardware.motors))
 
+    def _lifecycle_state(self) -> str:
+        """The state machine's primary state; during a transition the previous one, so the
+        status never announces a state before a lifecycle request would find the node in it."""
+        label = self._state_machine.current_state[1]
+        if label in PRIMARY_STATES:
+            self._published_state = label
+        return self._published_state
+
     def _publish_status(self, always: bool, snapshot=None) -> None:
         snapshot = snapshot or self._snapshot()
         realtime = bool(snapshot.realtime) if snapshot is not None else False
-        status = convert.hardware_status_msg(snapshot, self._lifecycle, realtime,
+        status = convert.hardware_status_msg(snapshot, self._lifecycle_state(), realtime,
                                              self._clock_bridge, self._node_faults)
+        if snapshot is None:
+            status.missing_motors = list(self._missing)
         key = (status.lifecycle_state, status.estop, tuple(f.reason for f in status.faults),
                tuple(status.missing_motors))
         if always or key != self._last_status_key:

@@ -38,6 +38,9 @@ from phil_hardware.sim.impacts import Impact, ImpactDetector
 from phil_hardware.sim.tmotor_device import TMotorDevice
 
 _LOG = logging.getLogger(__name__)
+# Frames taken from one bus per loop iteration. Small on purpose: when the input outruns the
+# simulator (a 1 kHz controller, a loaded machine), the rest waits in the socket (or is dropped
+# there) instead of holding back every device's periodic sends and the Dynamixel line.
 _MAX_FRAMES_PER_STEP = 2000
 
 

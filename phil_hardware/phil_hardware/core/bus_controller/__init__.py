@@ -5,25 +5,20 @@
 methods on command; tests drive it against the device simulators.
 """
 
+from .base import Clock, ControllerError, MonotonicClock, MotorMissingError, Transports
 from .config import (
     ControllerConfig,
     CycleConfig,
     JointConfig,
     SequenceTiming,
     controller_config_from_model,
+    relocate_buses,
 )
-from .controller import (
-    BusController,
-    Clock,
-    ControllerError,
-    MonotonicClock,
-    MotorMissingError,
-    Transports,
-)
+from .controller import BusController
 from .state import Lifecycle, Measurements
 
 __all__ = [
     'BusController', 'Clock', 'ControllerConfig', 'ControllerError', 'CycleConfig',
     'JointConfig', 'Lifecycle', 'Measurements', 'MonotonicClock', 'MotorMissingError',
-    'SequenceTiming', 'Transports', 'controller_config_from_model',
+    'SequenceTiming', 'Transports', 'controller_config_from_model', 'relocate_buses',
 ]

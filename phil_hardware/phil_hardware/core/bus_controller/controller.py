@@ -1,6 +1,7 @@
 """The bus controller: per-tick receive, decode, safety and cyclic sending (pure given a clock
 and transports). Lifecycle sequences (configure, activate, deactivate) are in
-:mod:`.sequences`; this module owns the state they act on.
+:mod:`.sequences`, the receive side (draining, decoding, plausibility) in :mod:`.feedback`;
+this module owns the state they act on, the commands and the cyclic sending.
 
 Cadence (ARCHITECTURE section 3): every tick (1 ms) all buses are drained and decoded, the chunk
 queue is sampled at the send time, every enabled Maxon gets its target (CSP position or CST
@@ -11,91 +12,39 @@ replies are collected on the following ticks.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from functools import partial
-from typing import Protocol
 
 from phil_hardware.core.chunk_queue import ChunkQueue, ControlMode
 from phil_hardware.core.codecs import epos4 as epos4_codec
-from phil_hardware.core.codecs.frame import CanFrame, CodecError
-from phil_hardware.core.codecs.tmotor import ERROR_CODE_TEXT
+from phil_hardware.core.codecs.frame import CanFrame
 from phil_hardware.core.safety import Fault, FaultCode, SafetyMonitor, SendCheck
-from phil_hardware.core.transport import CanTransport, SerialTransport
 
 from . import sequences
+from .base import (
+    Clock,
+    ControllerCounters,
+    ControllerError,
+    MonotonicClock,
+    MotorMissingError,
+    Transports,
+)
 from .config import ControllerConfig
 from .dynamixel import DynamixelBank
-from .epos4 import Epos4Drive, Epos4Group, describe_statusword, drive_fault_text
+from .epos4 import Epos4Drive, Epos4Group
+from .feedback import FeedbackReceiver
 from .state import Lifecycle, Measurements
-from .tmotor import TMotorGroup, TMotorJoint, is_status_frame
+from .tmotor import TMotorGroup, TMotorJoint
 
 SYNC_FRAME = epos4_codec.encode_sync()
 _TORQUE = int(ControlMode.TORQUE)  # plain ints: enum attribute access costs us per tick
 _CST = int(epos4_codec.ModeOfOperation.CYCLIC_SYNC_TORQUE)
-PLAUSIBLE_STEP_RAD = 0.2  # largest position step between two feedback frames, plus speed x gap
 
 
-class Clock(Protocol):
-    """Time source of the controller (robot monotonic seconds)."""
-
-    def now(self) -> float:
-        """Current time [s]."""
-
-    def sleep(self, seconds: float) -> None:
-        """Wait ``seconds``."""
-
-
-class MonotonicClock:
-    """The real clock: ``time.monotonic`` (CLOCK_MONOTONIC, shared by every process)."""
-
-    now = staticmethod(time.monotonic)
-    sleep = staticmethod(time.sleep)
-
-
-@dataclass
-class Transports:
-    """Open buses by name."""
-
-    can: dict[str, CanTransport] = field(default_factory=dict)
-    serial: dict[str, SerialTransport] = field(default_factory=dict)
-
-    def close(self) -> None:
-        """Close every bus."""
-        for transport in (*self.can.values(), *self.serial.values()):
-            transport.close()
-
-
-class ControllerError(RuntimeError):
-    """A lifecycle step failed; the message names the joint/bus and what to check."""
-
-
-class MotorMissingError(ControllerError):
-    """Discovery did not find configured motors (``missing`` names their joints)."""
-
-    def __init__(self, missing: list[str], detail: str) -> None:
-        """Record the missing joints."""
-        super().__init__(detail)
-        self.missing = missing
-
-
-@dataclass
-class ControllerCounters:
-    """Counters published in the state snapshot."""
-
-    ticks: int = 0
-    frames_rejected: int = 0
-    frames_unexpected: int = 0
-    frames_implausible: int = 0
-    sdo_aborts: int = 0
-    mode_switches: int = 0
-    tmotor_frames_skipped_no_feedback: int = 0
-    dxl_status_errors: int = 0
-
-
-class BusController:
+class BusController(FeedbackReceiver):
     """Owns the buses of one robot and runs its cyclic exchange. Not thread-safe.
+
+    The receive half (bus draining, feedback decoding, plausibility) is inherited from
+    :class:`~.feedback.FeedbackReceiver`.
 
     Attributes:
         lifecycle: Current :class:`Lifecycle`.
@@ -118,6 +67,7 @@ class BusController:
             pump_hook: Called on every poll while a lifecycle sequence waits (the bus loop
                 publishes its snapshot and picks up an ESTOP there).
         """
+        super().__init__(config)
         self.config = config
         self.clock = clock or MonotonicClock()
         self.pump_hook = pump_hook
@@ -138,14 +88,7 @@ class BusController:
         self.counters = ControllerCounters()
         self.holding = False
         self.supervising = False
-        self.sdo_replies: dict[int, object] = {}
-        self.dxl_replies: dict[tuple[str, int], object] = {}
         self._tick_index = 0
-        self._std: dict[str, dict[int, Callable]] = {}
-        self._ext: dict[str, dict[int, Callable]] = {}
-        self._rx: list[CanFrame] = []
-        self._velocity_limits = [j.velocity_limit_rad_s for j in config.joints]
-        self._jump_candidate = [float('nan')] * count
         self._send_failures: dict[str, int] = {}
         self._active_tmotors: list[TMotorJoint] = []
         self._active_epos: list[tuple[str, list[Epos4Drive]]] = []
@@ -217,150 +160,6 @@ class BusController:
                 self.send(bus, SYNC_FRAME)
         self.queue.hold(targets)
         return reasons
-
-    # -- receiving ---------------------------------------------------------------------------
-
-    def build_dispatch(self) -> None:
-        """Per-bus tables from CAN id to feedback handler."""
-        self._std = {bus: {} for bus in self.transports.can}
-        self._ext = {bus: {} for bus in self.transports.can}
-        for motor in self.tmotors.motors:
-            handler = partial(self._on_tmotor, motor)
-            self._std.setdefault(motor.bus, {})[motor.node_id] = handler
-            self._ext.setdefault(motor.bus, {})[motor.node_id] = handler
-        for drive in self.epos.drives:
-            table = self._std.setdefault(drive.bus, {})
-            table[epos4_codec.TPDO1_BASE + drive.node_id] = partial(self._on_tpdo, drive)
-            table[epos4_codec.SDO_RESPONSE_BASE + drive.node_id] = partial(self._on_sdo, drive)
-
-    def poll(self, now: float) -> None:
-        """Drain every bus and handle what arrived (never blocks)."""
-        rx = self._rx
-        for bus, transport in self.transports.can.items():
-            rx.clear()
-            transport.drain(rx)
-            if not rx:
-                continue
-            std = self._std[bus]
-            ext = self._ext[bus]
-            for frame in rx:
-                table = ext if frame.is_extended_id else std
-                handler = table.get(frame.arbitration_id & 0xFF if frame.is_extended_id
-                                    else frame.arbitration_id)
-                if handler is None:
-                    self.counters.frames_unexpected += 1
-                    continue
-                try:
-                    handler(frame, now)
-                except CodecError:
-                    self.counters.frames_rejected += 1
-        for bus, transport in self.transports.serial.items():
-            data = transport.read()
-            if data:
-                self._on_serial(self.dxl_banks[bus], data, now)
-
-    def _on_tmotor(self, motor: TMotorJoint, frame: CanFrame, now: float) -> None:
-        if not is_status_frame(frame, motor.node_id):
-            self.counters.frames_rejected += 1
-            return
-        feedback, position, velocity = TMotorGroup.decode(motor, frame)
-        if feedback.error_code not in ERROR_CODE_TEXT:  # no such code: a garbled frame
-            self.counters.frames_rejected += 1
-            return
-        i = motor.index
-        m = self.measured
-        if not self._plausible(i, position, now):
-            return
-        previous_error = m.error_code[i]
-        m.position_rad[i] = position
-        m.velocity_rad_s[i] = velocity
-        m.current_a[i] = feedback.current_a
-        m.temperature_c[i] = feedback.temperature_c
-        m.error_code[i] = feedback.error_code
-        m.last_feedback_s[i] = now
-        m.feedback_count[i] += 1
-        m.status[i] = feedback.error_text if feedback.error_code else 'ok'
-        if self.supervising:
-            safety = self.safety
-            self._check(safety.on_position(i, position, now))
-            self._check(safety.on_current(i, feedback.current_a, now))
-            # A real motor error persists: two frames in a row with the same code latch it.
-            code = feedback.error_code
-            error = f'motor error {code}: {feedback.error_text}'
-            if not code or code == previous_error:
-                self._check(safety.on_motor_error(i, error if code else '', now))
-
-    def _on_tpdo(self, drive: Epos4Drive, frame: CanFrame, now: float) -> None:
-        feedback, position = drive.decode(frame)
-        i = drive.index
-        m = self.measured
-        if not self._plausible(i, position, now):
-            return
-        m.update_position(i, position, now)
-        m.statusword[i] = feedback.statusword
-        m.torque_mnm[i] = feedback.torque_mnm
-        m.status[i] = describe_statusword(feedback.statusword)
-        if self.supervising:
-            self._check(self.safety.on_position(i, position, now))
-            self._check(self.safety.on_motor_error(i, drive_fault_text(feedback.statusword), now))
-
-    def _on_sdo(self, drive: Epos4Drive, frame: CanFrame, now: float) -> None:
-        self.measured.feedback_count[drive.index] += 1  # any reply proves the drive is there
-        self.sdo_replies[drive.node_id] = frame
-        try:
-            reply = epos4_codec.decode_sdo_response(frame)
-        except CodecError:
-            return  # the discovery probe's reply need not be a valid response
-        if reply.service == epos4_codec.SdoService.ABORT and (
-                self.lifecycle != Lifecycle.CONFIGURING):  # the probe's abort is expected
-            self.counters.sdo_aborts += 1
-            if self.lifecycle == Lifecycle.ACTIVE:
-                self._check(self.safety.latch(
-                    FaultCode.MOTOR_ERROR, drive.joint,
-                    f'SDO 0x{reply.index:04X} refused: {reply.abort_text}', now))
-
-    def _on_serial(self, bank: DynamixelBank, data: bytes, now: float) -> None:
-        for servo, status in bank.feed(data):
-            self.dxl_replies[(bank.bus, servo.dxl_id)] = status
-            i = servo.index
-            self.measured.feedback_count[i] += 1
-            if status.error:
-                self.counters.dxl_status_errors += 1
-            position = bank.position_reply(servo, status)
-            if position is None:
-                continue
-            self.measured.update_position(i, position, now)
-            self.measured.error_code[i] = status.error
-            self.measured.status[i] = bank.error_text(status) or 'ok'
-            if self.supervising:
-                self._check(self.safety.on_position(i, position, now))
-                alert = status.error & 0x80
-                self._check(self.safety.on_motor_error(
-                    i, bank.error_text(status) if alert else '', now))
-
-    def _plausible(self, index: int, position: float, now: float) -> bool:
-        # A CAN payload has no checksum of its own: a garbled frame that still decodes shows
-        # up as an impossible jump. Rejecting it leaves the joint silent, so persistent garbage
-        # ends in FEEDBACK_TIMEOUT instead of a made-up position.
-        # Two consecutive frames agreeing on the new place are a real (if sudden) relocation.
-        previous = self.measured.position_rad[index]
-        if previous != previous:
-            return True
-        gap = now - self.measured.last_feedback_s[index]
-        allowed = PLAUSIBLE_STEP_RAD + 2.0 * self._velocity_limits[index] * max(gap, 0.0)
-        if abs(position - previous) <= allowed:
-            return True
-        candidate = self._jump_candidate[index]
-        self._jump_candidate[index] = position
-        if abs(position - candidate) <= PLAUSIBLE_STEP_RAD:
-            return True
-        self.counters.frames_implausible += 1
-        self.counters.frames_rejected += 1
-        return False
-
-    def forget_position(self, index: int) -> None:
-        """Accept the next measurement whatever it is (e.g. after SET_ORIGIN moved the zero)."""
-        self.measured.position_rad[index] = float('nan')
 
     def _check(self, fault: Fault | None) -> None:
         if fault is not None and self.lifecycle in (Lifecycle.ACTIVE, Lifecycle.ACTIVATING):

@@ -21,6 +21,7 @@ from phil_hardware.core.codecs import tmotor as tmotor_codec
 from phil_hardware.core.codecs.epos4 import Controlword, ModeOfOperation, SdoService
 from phil_hardware.core.codecs.frame import CanFrame, CodecError
 
+from .base import ControllerError, MotorMissingError, Transports
 from .config import Epos4Params, TMotorParams
 from .epos4 import (
     CONFIGURE_SDOS,
@@ -40,8 +41,6 @@ POLL_INTERVAL_S = 0.0005
 
 
 def _error(message: str) -> Exception:
-    from .controller import ControllerError
-
     return ControllerError(message)
 
 
@@ -94,8 +93,6 @@ def wait(ctl: BusController, seconds: float, until: Callable[[], bool] | None = 
 
 def configure(ctl: BusController) -> None:
     """UNCONFIGURED -> INACTIVE (see module doc). On failure the buses are closed again."""
-    from .controller import MotorMissingError, Transports
-
     if ctl.lifecycle != Lifecycle.UNCONFIGURED:
         raise _error(f'configure needs state unconfigured, not {ctl.lifecycle.value}')
     ctl.lifecycle = Lifecycle.CONFIGURING
@@ -120,8 +117,6 @@ def configure(ctl: BusController) -> None:
 
 
 def _discover(ctl: BusController) -> None:
-    from .controller import MotorMissingError
-
     timing = ctl.config.timing
     counts = ctl.measured.feedback_count
     before = list(counts)
@@ -337,8 +332,6 @@ def deactivate(ctl: BusController) -> None:
 
 def shutdown(ctl: BusController) -> None:
     """Any state -> FINALIZED: deactivate if active, close the buses."""
-    from .controller import Transports
-
     try:
         if ctl.lifecycle == Lifecycle.ACTIVE:
             deactivate(ctl)

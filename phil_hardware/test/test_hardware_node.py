@@ -1,0 +1,504 @@
+"""The hardware lifecycle node end to end, with nothing faked.
+
+The node runs in-process (own rclpy Context and domain, MultiThreadedExecutor spun in a
+thread); the device simulator is a real subprocess (``python -m phil_hardware.sim``) on unique
+ff11:: groups and a unique PTY link, passed to the node through ``can_channel_base`` and
+``dxl_port``; the bus loop is the node's real child process. A probe node talks to the node
+only through its ROS API (topics, ~/estop, ~/reset, the lifecycle services).
+
+One simulator and one node serve the whole module; the tests run in file order and walk the
+lifecycle: configure-on-start -> activate -> motion -> ESTOP -> faults -> deactivate/cleanup
+-> configure again with motors missing -> a bus loop killed under the node.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import queue
+import random
+import signal
+import subprocess
+import threading
+import time
+from collections import deque
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip('rclpy')
+
+from builtin_interfaces.msg import Duration, Time  # noqa: E402
+from lifecycle_msgs.msg import Transition  # noqa: E402
+from lifecycle_msgs.srv import ChangeState, GetState  # noqa: E402
+from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+from test_sim_runner import START_TIMEOUT_S, Simulator, unique_group_base  # noqa: E402
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
+
+from phil_description.core import default_robot_model  # noqa: E402
+from phil_hardware.core.bus_controller import relocate_buses  # noqa: E402
+from phil_hardware.hardware_node import LATCHED, HardwareNode  # noqa: E402
+from phil_hardware.sim.runner import READY_LINE, can_channels  # noqa: E402
+from phil_msgs.msg import Fault, HardwareStatus  # noqa: E402
+from phil_msgs.msg import TrajectoryChunk as ChunkMsg  # noqa: E402
+from phil_msgs.srv import Trigger  # noqa: E402
+
+pytestmark = pytest.mark.timeout(120)
+MODEL = default_robot_model(sim=True)
+NAMES = MODEL.joint_names
+DEG = math.pi / 180.0
+STATE_TIMEOUT_S = 30.0     # bus-loop start (spawned interpreter) + discovery on a loaded machine
+# The simulator is a Python process sharing two cores with this one, the bus loop and other
+# test runs: its feedback can pause for a few hundred ms, which the robot's 50/100 ms
+# supervision would latch. Supervision itself is tested in test_bus_controller_sim.
+FEEDBACK_TIMEOUT_S = 2.0
+SIMULATOR_NICE = -10
+# The bus loop runs on the normal scheduler here: under SCHED_FIFO it takes ~0.55 of a core
+# ahead of every normal process, the simulator included. SCHED_FIFO is covered by
+# test_rt_process and bench/bench_rt_loop.py; the node must work without it too.
+SCHED_PRIORITY = 0
+
+
+def wait_until(predicate, timeout_s: float, period_s: float = 0.01) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() >= deadline:
+            return bool(predicate())
+        time.sleep(period_s)
+    return True
+
+
+def stamp_in(seconds: float) -> Time:
+    """A ROS-time stamp ``seconds`` from now (the node's clock is the system clock)."""
+    total = time.time_ns() + round(seconds * 1e9)
+    return Time(sec=total // 10**9, nanosec=total % 10**9)
+
+
+def stamp_ns(stamp: Time) -> int:
+    return stamp.sec * 10**9 + stamp.nanosec
+
+
+def duration(seconds: float) -> Duration:
+    total = round(seconds * 1e9)
+    return Duration(sec=total // 10**9, nanosec=total % 10**9)
+
+
+def cosine_points(start, goal, duration_s: float, steps: int = 20) -> list[JointTrajectoryPoint]:
+    """A rest-to-rest cosine move with velocities, as the trajectory generator sends it."""
+    start, goal = np.asarray(start, float), np.asarray(goal, float)
+    points = []
+    for t in np.linspace(0.0, duration_s, steps + 1)[1:]:
+        s = (1 - math.cos(math.pi * t / duration_s)) / 2
+        ds = math.pi / duration_s * math.sin(math.pi * t / duration_s) / 2
+        points.append(JointTrajectoryPoint(positions=list(start + s * (goal - start)),
+                                           velocities=list(ds * (goal - start)),
+                                           time_from_start=duration(t)))
+    return points
+
+
+def command(simulator: Simulator, text: str) -> None:
+    """One stdin command to the simulator, checked against its own reply (a reply that came
+    too late for an earlier command is dropped first, so replies cannot shift)."""
+    with contextlib.suppress(queue.Empty):
+        while True:
+            simulator.lines.get_nowait()
+    reply = simulator.command(text)
+    assert reply == f'ok {text}', reply
+
+
+def prioritize(pid: int) -> None:
+    """Renice every thread of ``pid`` (Linux nice values are per thread).
+
+    The simulator stands in for motors that do not share our two CPUs with other test runs;
+    its stalls would latch FEEDBACK_TIMEOUT or time out an SDO. Needs root; best effort.
+    """
+    for task in os.listdir(f'/proc/{pid}/task'):
+        with contextlib.suppress(OSError):
+            os.setpriority(os.PRIO_PROCESS, int(task), SIMULATOR_NICE)
+
+
+class Harness:
+    """The node under test, a probe node and the executor spinning both in a thread."""
+
+    def __init__(self, context, **parameters) -> None:
+        overrides = [Parameter(name, value=value) for name, value in parameters.items()]
+        self.statuses: deque[HardwareStatus] = deque(maxlen=2000)
+        self.joint_states: deque[JointState] = deque(maxlen=2000)
+        self.joint_state_count = 0
+        self.probe = rclpy.create_node(f'hardware_probe_{os.getpid()}', context=context)
+        self.probe.create_subscription(HardwareStatus, '/hardware/status',
+                                       lambda msg: self.statuses.append(msg), LATCHED)
+        # A short queue: when this process falls behind, the latest message stays recent.
+        self.probe.create_subscription(JointState, '/joint_states', self._on_joint_state, 10)
+        self.chunks = self.probe.create_publisher(ChunkMsg, '/hardware/trajectory_chunks', 50)
+        self.trajectories = self.probe.create_publisher(JointTrajectory,
+                                                        '/hardware/joint_trajectory', 10)
+        self.clients = {
+            'change_state': self.probe.create_client(ChangeState, '/hardware/change_state'),
+            'get_state': self.probe.create_client(GetState, '/hardware/get_state'),
+            'estop': self.probe.create_client(Trigger, '/hardware/estop'),
+            'reset': self.probe.create_client(Trigger, '/hardware/reset'),
+        }
+        # Created last: from here on it starts its bus loop (configure-on-start) once spun.
+        self.node = HardwareNode(context=context, parameter_overrides=overrides)
+        self.executor = MultiThreadedExecutor(num_threads=6, context=context)
+        self.executor.add_node(self.node)
+        self.executor.add_node(self.probe)
+        self._thread = threading.Thread(target=self.executor.spin, daemon=True)
+        self._thread.start()
+
+    def _on_joint_state(self, msg: JointState) -> None:
+        self.joint_states.append(msg)
+        self.joint_state_count += 1
+
+    # -- reading ---------------------------------------------------------------------------
+
+    @property
+    def status(self) -> HardwareStatus | None:
+        return self.statuses[-1] if self.statuses else None
+
+    def wait_status(self, predicate, timeout_s: float = 5.0) -> HardwareStatus:
+        if not wait_until(lambda: self.status is not None and predicate(self.status),
+                          timeout_s):
+            raise AssertionError(f'status condition not met in {timeout_s} s; last status: '
+                                 f'{self.status}')
+        return self.status
+
+    def positions(self) -> np.ndarray:
+        assert wait_until(lambda: self.joint_states, 5.0), 'no /joint_states'
+        return np.array(self.joint_states[-1].position)
+
+    def position(self, joint: str) -> float:
+        return float(self.positions()[NAMES.index(joint)])
+
+    def fresh_positions(self) -> np.ndarray:
+        """Positions from a message received after this call."""
+        count = self.joint_state_count
+        assert wait_until(lambda: self.joint_state_count > count, 2.0), '/joint_states stopped'
+        return self.positions()
+
+    def bus_loop_pid(self) -> int | None:
+        client = self.node._client  # white box: the PID is not part of the ROS API
+        return None if client is None else client.pid
+
+    # -- commanding ------------------------------------------------------------------------
+
+    def call(self, name: str, request, timeout_s: float = 30.0):
+        client = self.clients[name]
+        assert client.wait_for_service(timeout_sec=10.0), f'no service {name}'
+        future = client.call_async(request)
+        assert wait_until(future.done, timeout_s), f'{name} did not answer in {timeout_s} s'
+        return future.result()
+
+    def transition(self, transition_id: int) -> bool:
+        request = ChangeState.Request()
+        request.transition.id = transition_id
+        return self.call('change_state', request).success
+
+    def lifecycle_state(self) -> str:
+        return self.call('get_state', GetState.Request()).current_state.label
+
+    def publish(self, publisher, msg) -> None:
+        assert wait_until(lambda: publisher.get_subscription_count() > 0, 5.0), 'no subscriber'
+        publisher.publish(msg)
+
+    def send_chunk(self, goals: dict[str, float], duration_s: float, delay_s: float,
+                   sequence: int) -> Time:
+        """A chunk moving ``goals``' joints from their measured positions; returns its stamp."""
+        now = self.fresh_positions()
+        start = [now[NAMES.index(name)] for name in goals]
+        msg = ChunkMsg(sequence=sequence)
+        msg.trajectory.header.stamp = stamp_in(delay_s)
+        msg.trajectory.joint_names = list(goals)
+        msg.trajectory.points = cosine_points(start, list(goals.values()), duration_s)
+        self.publish(self.chunks, msg)
+        return msg.trajectory.header.stamp
+
+    def close(self) -> None:
+        pid = self.bus_loop_pid()
+        self.executor.remove_node(self.node)
+        self.executor.remove_node(self.probe)
+        time.sleep(0.2)                    # callbacks already handed out finish
+        self.executor.shutdown(timeout_sec=10.0)
+        self._thread.join(10.0)
+        try:
+            self.node.destroy_node()       # stops the bus loop
+            self.probe.destroy_node()
+        finally:
+            if pid is not None and os.path.exists(f'/proc/{pid}'):
+                os.kill(pid, signal.SIGKILL)
+
+
+def count_joint_state_stamps(context, seconds: float) -> list[int]:
+    """Stamps [ns] of every /joint_states message over ``seconds`` + 0.4 s, from a node and
+    executor of their own (entities must not be destroyed under a spinning executor)."""
+    stamps: list[int] = []
+    node = rclpy.create_node(f'joint_state_counter_{os.getpid()}', context=context)
+    node.create_subscription(JointState, '/joint_states',
+                             lambda msg: stamps.append(stamp_ns(msg.header.stamp)), 1000)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    thread = threading.Thread(target=executor.spin, daemon=True)
+    thread.start()
+    try:
+        assert wait_until(lambda: stamps, 2.0), 'no /joint_states'
+        assert wait_until(lambda: stamps[-1] - stamps[0] > (seconds + 0.4) * 1e9, seconds + 5.0)
+    finally:
+        executor.shutdown(timeout_sec=5.0)
+        thread.join(5.0)
+        node.destroy_node()
+    return stamps
+
+
+def faults(status: HardwareStatus) -> list[tuple[int, str]]:
+    return [(fault.code, fault.joint) for fault in status.faults]
+
+
+@pytest.fixture(scope='module')
+def context():
+    previous = os.environ.get('ROS_DOMAIN_ID')
+    os.environ['ROS_DOMAIN_ID'] = str(random.randint(1, 100))
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    try:
+        yield ctx
+    finally:
+        rclpy.try_shutdown(context=ctx)
+        if previous is None:
+            os.environ.pop('ROS_DOMAIN_ID', None)
+        else:
+            os.environ['ROS_DOMAIN_ID'] = previous
+
+
+@pytest.fixture(scope='module')
+def simulator(tmp_path_factory):
+    base = unique_group_base()
+    link = tmp_path_factory.mktemp('hardware_node') / 'ttyDXL'
+    process = Simulator('--can-channel-base', base, '--dxl-port', str(link), '--control-stdin')
+    try:
+        prioritize(process.process.pid)
+        process.wait_for(READY_LINE, START_TIMEOUT_S)
+        yield process, base, str(link)
+    finally:
+        if process.process.poll() is None:
+            process.process.send_signal(signal.SIGINT)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.process.wait(10)
+        process.kill()
+
+
+@pytest.fixture(scope='module')
+def hardware(context, simulator):
+    _, base, link = simulator
+    harness = Harness(context, sim=True, can_channel_base=base, dxl_port=link,
+                      sched_priority=SCHED_PRIORITY, can_feedback_timeout_s=FEEDBACK_TIMEOUT_S,
+                      serial_feedback_timeout_s=FEEDBACK_TIMEOUT_S)
+    try:
+        yield harness
+    finally:
+        harness.close()
+
+
+def test_bus_overrides_map_the_buses_like_the_simulator_runner():
+    base = 'ff11::7068:4a00'
+    can_buses, serial_buses = relocate_buses(MODEL.hardware.can_buses,
+                                             MODEL.hardware.serial_buses,
+                                             can_channel_base=base, serial_port='/tmp/x/ttyDXL')
+    assert {name: bus.channel for name, bus in can_buses.items()} == can_channels(
+        MODEL, base, ())
+    assert can_buses['can3'].channel == 'ff11::7068:4a03'
+    assert serial_buses['dxl'].port == '/tmp/x/ttyDXL'
+    assert can_buses['can0'].bitrate == MODEL.hardware.can_buses['can0'].bitrate
+    with pytest.raises(ValueError, match='not an IPv6 address'):
+        relocate_buses(MODEL.hardware.can_buses, {}, can_channel_base='can0')
+    real = default_robot_model(sim=False)
+    with pytest.raises(ValueError, match='not udp_multicast'):
+        relocate_buses(real.hardware.can_buses, {}, can_channel_base=base)
+
+
+def test_configure_on_start_discovers_all_13_motors_and_publishes_joint_states(hardware):
+    status = hardware.wait_status(lambda s: s.lifecycle_state == 'inactive', STATE_TIMEOUT_S)
+    assert faults(status) == [] and list(status.missing_motors) == []
+    assert not status.realtime               # sched_priority 0: it says so, and it still runs
+    assert hardware.lifecycle_state() == 'inactive'
+    # Publication rate from the stamps, every message kept (counted on arrival, a busy test
+    # process would measure itself): nominally 200 Hz, asserted loosely; the precise rate
+    # belongs to the benchmark.
+    stamps = count_joint_state_stamps(hardware.node.context, 1.0)
+    assert sum(stamps[0] + 0.2e9 <= t < stamps[0] + 1.2e9 for t in stamps) >= 50
+    msg = hardware.joint_states[-1]
+    assert list(msg.name) == list(NAMES)
+    assert len(msg.position) == 13 and np.all(np.isfinite(msg.position))
+    error = np.degrees(np.abs(np.array(msg.position) - MODEL.poses['init']))
+    assert error.max() < 0.5, dict(zip(NAMES, error.round(2), strict=True))
+
+
+def test_activate_then_a_stamped_chunk_moves_a_tmotor_and_a_wrist_to_the_target(hardware):
+    assert hardware.transition(Transition.TRANSITION_ACTIVATE)
+    hardware.wait_status(lambda s: s.lifecycle_state == 'active')
+    before = hardware.fresh_positions()
+    goals = {'right_elbow': 70 * DEG, 'right_wrist': 60 * DEG}
+    stamp = hardware.send_chunk(goals, duration_s=0.8, delay_s=0.5, sequence=1)
+    start_ns = stamp_ns(stamp)
+    index = [NAMES.index(name) for name in goals]
+    target = np.array(list(goals.values()))
+    assert wait_until(lambda: np.degrees(np.abs(hardware.positions()[index] - target)).max()
+                      < 0.5, 5.0), (np.degrees(hardware.positions()[index] - target),
+                                    hardware.status.faults)
+    time.sleep(0.3)   # settled: still there
+    after = hardware.fresh_positions()
+    assert np.degrees(np.abs(after[index] - target)).max() < 0.5
+    others = [i for i in range(13) if i not in index]
+    assert np.degrees(np.abs(after[others] - before[others])).max() < 0.5
+    # Nothing moved before the chunk's absolute start time.
+    early = [msg for msg in hardware.joint_states
+             if stamp_ns(msg.header.stamp) < start_ns - 20_000_000]
+    assert early, 'no joint states before the chunk start'
+    for msg in early[-20:]:
+        moved = np.degrees(np.abs(np.array(msg.position)[index] - before[index]))
+        assert moved.max() < 0.3, moved
+    assert faults(hardware.status) == []
+
+
+def test_joint_trajectory_moves_the_head_and_an_empty_one_holds(hardware):
+    hardware.wait_status(lambda s: s.lifecycle_state == 'active')
+    head = NAMES.index('head_yaw')
+    start = hardware.position('head_yaw')
+    msg = JointTrajectory(joint_names=['head_yaw'])        # stamp 0: start now
+    msg.points = cosine_points([start], [20 * DEG], 0.5)
+    hardware.publish(hardware.trajectories, msg)
+    assert wait_until(lambda: abs(hardware.position('head_yaw') - 20 * DEG) < 0.5 * DEG, 4.0), \
+        math.degrees(hardware.position('head_yaw'))
+    # A slow move back, stopped early by an empty trajectory.
+    msg = JointTrajectory(joint_names=['head_yaw'])
+    msg.points = cosine_points([20 * DEG], [-20 * DEG], 4.0)
+    hardware.publish(hardware.trajectories, msg)
+    abandoned_end = time.monotonic() + 4.0
+    assert wait_until(lambda: hardware.position('head_yaw') < 15 * DEG, 4.0)
+    hardware.publish(hardware.trajectories, JointTrajectory())
+
+    def settled() -> bool:
+        before = hardware.fresh_positions()[head]
+        time.sleep(0.3)
+        return abs(hardware.fresh_positions()[head] - before) < 0.2 * DEG
+
+    assert wait_until(settled, 4.0, 0.0), 'the head did not stop'
+    held = hardware.position('head_yaw')
+    assert held > -15 * DEG                                # well short of the abandoned goal
+    time.sleep(max(0.0, abandoned_end + 0.3 - time.monotonic()))
+    later = hardware.fresh_positions()[head]               # the abandoned motion stays dropped
+    assert abs(later - held) < 0.3 * DEG, (math.degrees(held), math.degrees(later))
+    assert faults(hardware.status) == []
+
+
+def test_estop_latches_ignores_chunks_and_reset_clears_it(hardware):
+    hardware.wait_status(lambda s: s.lifecycle_state == 'active')
+    response = hardware.call('estop', Trigger.Request())
+    assert response.accepted
+    status = hardware.wait_status(lambda s: s.estop and s.faults)
+    assert (Fault.CODE_ESTOP, '') in faults(status)
+    time.sleep(0.3)
+    held = hardware.fresh_positions()
+    elbow = NAMES.index('right_elbow')
+    hardware.send_chunk({'right_elbow': held[elbow] + 15 * DEG}, 0.4, 0.05, sequence=2)
+    time.sleep(1.0)
+    now = hardware.fresh_positions()
+    assert np.degrees(np.abs(now - held)).max() < 0.3, np.degrees(now - held)
+    assert hardware.status.estop and hardware.status.queued_chunks == 0
+    response = hardware.call('reset', Trigger.Request())
+    assert response.accepted, response.reason
+    hardware.wait_status(lambda s: not s.estop and not s.faults)
+    # Motion is possible again.
+    goal = held[elbow] + 10 * DEG
+    hardware.send_chunk({'right_elbow': goal}, 0.4, 0.05, sequence=3)
+    assert wait_until(lambda: abs(hardware.position('right_elbow') - goal) < 0.5 * DEG, 4.0)
+
+
+@pytest.mark.parametrize(('joint', 'kind', 'code'), [
+    ('left_shoulder_1', 'over_current', Fault.CODE_OVER_CURRENT),
+    ('left_wrist', 'out_of_range', Fault.CODE_POSITION_OUT_OF_RANGE),
+])
+def test_an_injected_fault_is_reported_with_its_code_and_joint(hardware, simulator, joint,
+                                                                kind, code):
+    sim, _, _ = simulator
+    hardware.wait_status(lambda s: s.lifecycle_state == 'active' and not s.faults)
+    command(sim, f'fault {joint} {kind}')
+    try:
+        hardware.wait_status(lambda s: (code, joint) in faults(s), 3.0)
+        refused = hardware.call('reset', Trigger.Request())   # the cause is still there
+        assert not refused.accepted and joint in refused.reason
+    finally:
+        command(sim, f'clear {joint}')
+    assert wait_until(lambda: hardware.call('reset', Trigger.Request()).accepted, 3.0, 0.2)
+    hardware.wait_status(lambda s: not s.faults)
+
+
+def test_deactivate_and_cleanup_end_the_bus_loop_process(hardware):
+    hardware.wait_status(lambda s: s.lifecycle_state == 'active')
+    pid = hardware.bus_loop_pid()
+    assert pid is not None and os.path.exists(f'/proc/{pid}')
+    assert hardware.transition(Transition.TRANSITION_DEACTIVATE)
+    hardware.wait_status(lambda s: s.lifecycle_state == 'inactive')
+    assert hardware.transition(Transition.TRANSITION_CLEANUP)
+    hardware.wait_status(lambda s: s.lifecycle_state == 'unconfigured')
+    assert hardware.lifecycle_state() == 'unconfigured'
+    assert not os.path.exists(f'/proc/{pid}')
+    assert hardware.bus_loop_pid() is None
+    gone_ns = time.time_ns()
+    time.sleep(0.3)
+    late = [m for m in hardware.joint_states if stamp_ns(m.header.stamp) > gone_ns]
+    assert not late                                      # nothing measured any more
+
+
+def test_missing_motors_fail_configure_until_allowed(hardware, simulator):
+    sim, _, _ = simulator
+    hardware.wait_status(lambda s: s.lifecycle_state == 'unconfigured')
+    absent = ['left_wrist', 'head_pitch']
+    for joint in absent:
+        command(sim, f'fault {joint} silence')
+    try:
+        assert not hardware.transition(Transition.TRANSITION_CONFIGURE)
+        status = hardware.wait_status(lambda s: s.faults)
+        assert hardware.lifecycle_state() == 'unconfigured'
+        assert list(status.missing_motors) == absent
+        assert sorted(faults(status)) == [(Fault.CODE_MOTOR_MISSING, j) for j in sorted(absent)]
+        reasons = {fault.joint: fault.reason for fault in status.faults}
+        assert 'id 8 on can3' in reasons['left_wrist'] and 'allow_missing' in reasons['left_wrist']
+        assert hardware.bus_loop_pid() is None
+        time.sleep(0.3)   # the status stays informative after the bus loop has gone
+        assert list(hardware.status.missing_motors) == absent
+        hardware.node.set_parameters([Parameter('allow_missing', value=absent)])
+        assert hardware.transition(Transition.TRANSITION_CONFIGURE)
+        status = hardware.wait_status(lambda s: s.lifecycle_state == 'inactive')
+        assert list(status.missing_motors) == absent and faults(status) == []
+        assert hardware.transition(Transition.TRANSITION_CLEANUP)
+    finally:
+        for joint in absent:
+            command(sim, f'clear {joint}')
+        hardware.node.set_parameters([Parameter('allow_missing', value=[''])])
+
+
+def test_a_dead_bus_loop_is_reported_and_the_node_recovers_by_configuring_again(hardware):
+    hardware.wait_status(lambda s: s.lifecycle_state == 'unconfigured')
+    assert hardware.transition(Transition.TRANSITION_CONFIGURE)
+    assert hardware.transition(Transition.TRANSITION_ACTIVATE)
+    hardware.wait_status(lambda s: s.lifecycle_state == 'active' and not s.faults)
+    os.kill(hardware.bus_loop_pid(), signal.SIGKILL)
+    status = hardware.wait_status(lambda s: s.faults, 3.0)
+    assert faults(status) == [(Fault.CODE_PROCESS_DIED, '')], status.faults
+    # The node stays responsive and says what is wrong.
+    for service in ('reset', 'estop'):
+        response = hardware.call(service, Trigger.Request(), timeout_s=5.0)
+        assert not response.accepted and 'bus loop' in response.reason, response
+    # Leaving 'active' without a bus loop is an error transition that ends unconfigured...
+    assert not hardware.transition(Transition.TRANSITION_DEACTIVATE)
+    status = hardware.wait_status(lambda s: s.lifecycle_state == 'unconfigured')
+    assert hardware.lifecycle_state() == 'unconfigured'
+    assert [f.code for f in status.faults] == [Fault.CODE_PROCESS_DIED]
+    # ... from where a fresh bus loop starts.
+    assert hardware.transition(Transition.TRANSITION_CONFIGURE)
+    status = hardware.wait_status(lambda s: s.lifecycle_state == 'inactive')
+    assert faults(status) == [] and list(status.missing_motors) == []
