@@ -98,6 +98,28 @@ def test_reported_positions_convert_to_the_joint_truth(model, rig):
     np.testing.assert_array_equal(truth[untouched], model.poses['init'][untouched])
 
 
+def test_one_loop_iteration_takes_a_bounded_share_of_a_flood(model, rig):
+    # A 1 kHz controller sends ~7,400 frames a second, and every frame the simulator sends comes
+    # back to it (multicast loopback). Short of CPU, its sockets never run dry: an iteration
+    # that drained thousands of frames per bus before the periodic sends left every device
+    # silent for seconds (FEEDBACK_TIMEOUT on all joints). The backlog waits for later ones.
+    setup = rig()
+    flood = 1000
+    setup.send('can3', *[epos4.encode_sync()] * flood)
+    setup.clock.advance(STEP_S)
+    setup.robot.step()
+    first = setup.robot.frames_received
+    assert 0 < first <= 100
+    assert any(f.arbitration_id == model.joint('right_elbow').motor.device_id
+               for f in setup.received('can1'))  # the periodic status went out meanwhile
+    for _ in range(flood):
+        if setup.robot.frames_received == flood:
+            break
+        setup.clock.advance(STEP_S)
+        setup.robot.step()
+    assert setup.robot.frames_received == flood  # nothing lost, only spread out
+
+
 def test_history_is_time_stamped_and_a_ring(model, rig):
     setup = rig(config=SimConfig(history_capacity=50, history_period_s=0.002, impacts=None))
     setup.run(0.2)

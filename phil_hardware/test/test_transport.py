@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import random
 import socket
+import subprocess
+import sys
 import time
 import tty
 
@@ -159,6 +161,38 @@ def test_serial_port_on_a_pty_opens_and_exchanges_bytes(pty_pair):
         assert all('latency' not in w for w in warnings)  # never advice for a PTY
     finally:
         serial_transport.close()
+
+
+FILL_THE_LINE = """
+import sys, time
+from phil_description.core import SerialBusParams
+from phil_hardware.core.transport import SerialTransport, open_serial_port
+port = open_serial_port(SerialBusParams('dxl', sys.argv[1], 4_500_000, 2.0, 1), lambda text: None)
+line = SerialTransport('dxl', port)
+packets = 0
+while packets < 100_000 and line.write(bytes(40)):
+    packets += 1
+started = time.monotonic()
+again = line.write(bytes(40))
+print(packets, line.write_errors, again, time.monotonic() - started, line.last_error)
+"""
+
+
+def test_a_full_serial_line_drops_the_packet_instead_of_waiting(pty_pair):
+    # Nobody reads the master end, so the line fills up (a PTY holds some 20 kB). pyserial's
+    # write(write_timeout=0) then retries EAGAIN in a busy loop, which in the SCHED_FIFO bus
+    # loop froze every bus for as long as the simulator did not read. In a child process: a
+    # write that spins cannot be interrupted from here.
+    master, path = pty_pair
+    try:
+        result = subprocess.run([sys.executable, '-c', FILL_THE_LINE, path], timeout=20,
+                                capture_output=True, text=True)
+    except subprocess.TimeoutExpired:
+        pytest.fail('a write waited for room on the full line')
+    assert result.returncode == 0, result.stderr
+    packets, errors, again, seconds, last_error = result.stdout.split(maxsplit=4)
+    assert 25 < int(packets) < 100_000 and int(errors) == 2 and again == 'False'
+    assert float(seconds) < 0.05 and 'output buffer full' in last_error
 
 
 def test_missing_serial_port_is_an_error_naming_the_bus(tmp_path):

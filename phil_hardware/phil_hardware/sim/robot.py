@@ -41,7 +41,7 @@ _LOG = logging.getLogger(__name__)
 # Frames taken from one bus per loop iteration. Small on purpose: when the input outruns the
 # simulator (a 1 kHz controller, a loaded machine), the rest waits in the socket (or is dropped
 # there) instead of holding back every device's periodic sends and the Dynamixel line.
-_MAX_FRAMES_PER_STEP = 2000
+_MAX_FRAMES_PER_STEP = 64
 
 
 class SerialLine(Protocol):

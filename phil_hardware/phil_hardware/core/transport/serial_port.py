@@ -99,6 +99,20 @@ def open_serial_port(params: SerialBusParams, warn: Callable[[str], None]) -> An
     return port
 
 
+def _nonblocking_fd(port: Any) -> int | None:
+    """The port's descriptor if it is non-blocking (pyserial opens it O_NONBLOCK), else None.
+
+    pyserial's ``write`` with ``write_timeout=0`` retries EAGAIN in a busy loop until the
+    output buffer has room: in the bus loop's tick that is a SCHED_FIFO spin for as long as
+    the line stays full. Writing the descriptor directly returns at once instead.
+    """
+    try:
+        fd = port.fileno()
+        return fd if isinstance(fd, int) and fd >= 0 and not os.get_blocking(fd) else None
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
 class SerialTransport:
     """The Dynamixel serial port for the controller: write bytes, read what has arrived.
 
@@ -119,6 +133,7 @@ class SerialTransport:
         """
         self.name = name
         self._port = port
+        self._fd = _nonblocking_fd(port)
         self.bytes_sent = 0
         self.bytes_received = 0
         self.packets_sent = 0
@@ -138,7 +153,16 @@ class SerialTransport:
             True when the whole packet was written.
         """
         try:
-            written = self._port.write(packet)
+            if self._fd is not None:
+                written = os.write(self._fd, packet)
+            else:
+                written = self._port.write(packet)
+        except BlockingIOError:
+            # The line's output buffer is full (a reader that does not keep up): drop the
+            # packet, never wait for room.
+            self.write_errors += 1
+            self.last_error = f'write: output buffer full, {len(packet)} bytes dropped'
+            return False
         except (OSError, ValueError) as error:  # SerialException is an OSError
             self.write_errors += 1
             self.last_error = f'write: {error}'
@@ -171,5 +195,6 @@ class SerialTransport:
 
     def close(self) -> None:
         """Close the port (idempotent)."""
+        self._fd = None  # the number may be reused once the port is closed
         with contextlib.suppress(OSError):  # SerialException is an OSError
             self._port.close()
