@@ -61,8 +61,12 @@ def test_discovers_all_13_configures_activates_and_follows_a_trajectory(active, 
     goal = model.poses['ready']
     assert ctl.push_chunk(move_chunk(ctl, goal, 1.0)) is None
     active.run(2.0)
-    error = np.degrees(np.abs(np.array(ctl.measured.position_rad) - goal))
-    truth = np.degrees(np.abs(active.robot.joint_positions_rad() - goal))
+    for _ in range(16):  # a loaded machine slows the in-process simulator: allow it to settle
+        error = np.degrees(np.abs(np.array(ctl.measured.position_rad) - goal))
+        truth = np.degrees(np.abs(active.robot.joint_positions_rad() - goal))
+        if max(error.max(), truth.max()) < 0.5 or ctl.faults():
+            break
+        active.run(0.5)
     assert error.max() < 0.5, (error, ctl.faults())
     assert truth.max() < 0.5, truth
     assert ctl.faults() == ()
