@@ -305,15 +305,18 @@ class ScorePlayer(Node):
                     now_ns = self._clock_ns()
                     self._hit_log.write(now_ns, due, self._timebase,
                                         time.monotonic_ns() - now_ns)
-            if self.session.finished(now):
-                self._finish(goal)
-            elif now >= goal.next_feedback_s:
+            finished = self.session.finished(now)
+            # The last feedback always goes out, so a client's progress ends where the play did
+            # even when the timer was starved between bars.
+            if finished or now >= goal.next_feedback_s:
                 goal.next_feedback_s = now + self.config.feedback_period_s
                 goal.handle.publish_feedback(
                     convert.play_feedback(self.session.progress(now))
                     if goal.kind == 'play'
                     else convert.hit_feedback(now, goal.start_s, self.session.end_time_s)
                 )
+            if finished:
+                self._finish(goal)
 
     def _finish(self, goal: _Goal) -> None:
         """Store the goal's outcome and release its execute callback (lock held)."""
