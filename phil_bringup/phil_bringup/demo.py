@@ -58,8 +58,10 @@ class BrainConnection:
 
 
 def run_demo(score: str, port: int, log_dir: Path | None) -> int:
-    """Drive the graph through one song; return 0 when every step was accepted."""
+    """Drive the graph through one song and QUIT it (also when a step was refused, so the
+    launcher never waits on a graph nobody drives); return 0 when every step was accepted."""
     brain = BrainConnection(port)
+    final = 'not started'
     try:
         steps = [('START', brain.send('START'))]
         steps.append(('READY', brain.until('READY', START_TIMEOUT_S)))
@@ -72,8 +74,8 @@ def run_demo(score: str, port: int, log_dir: Path | None) -> int:
         print('[demo] playing ...', flush=True)
         final = brain.wait_state({'IDLE', 'FAULT', 'ESTOP'}, PLAY_TIMEOUT_S)
         print(f'[demo] play ended in {final}', flush=True)
-        print(f'[demo] QUIT -> {brain.send("QUIT")}', flush=True)
     finally:
+        print(f'[demo] QUIT -> {brain.send("QUIT")}', flush=True)
         brain.close()
     if log_dir is not None:
         print_timing(log_dir)

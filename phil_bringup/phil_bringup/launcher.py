@@ -14,6 +14,8 @@ Usage: ``python -m phil_bringup.launcher [--real] [--log-dir DIR] [--tcp-port N]
 from __future__ import annotations
 
 import argparse
+import ctypes
+import math
 import os
 import signal
 import subprocess
@@ -27,8 +29,21 @@ from typing import IO
 from phil_bringup.core.node_set import NodeSpec, nodes_for
 
 STOP_TIMEOUT_S = 15.0
+QUIT_TIMEOUT_S = 60.0  # QUIT drives to the shutdown pose first
 SIMULATOR_READY_TIMEOUT_S = 30.0
 SIMULATOR_READY_LINE = 'device simulator ready'
+_PR_SET_PDEATHSIG = 1
+try:  # resolved before any fork: the child only makes the call
+    _prctl = ctypes.CDLL(None, use_errno=True).prctl
+except (OSError, AttributeError):  # not Linux: the launcher's own stop() still applies
+    _prctl = None
+
+
+def _stop_with_the_launcher() -> None:
+    """In a child before exec: get SIGINT (a clean stop) if the launcher dies, even by
+    SIGKILL, so no node or simulator outlives it holding the buses."""
+    if _prctl is not None:
+        _prctl(_PR_SET_PDEATHSIG, int(signal.SIGINT))
 
 
 def package_prefix(package: str) -> Path:
@@ -95,7 +110,8 @@ class Launcher:
             command = node_command(spec, self._sim, self._log_dir, self._overrides.get(spec.name))
             process = subprocess.Popen(command, stdout=subprocess.PIPE,
                                        stderr=subprocess.STDOUT, text=True, bufsize=1,
-                                       start_new_session=True)
+                                       start_new_session=True,
+                                       preexec_fn=_stop_with_the_launcher)
             running = Running(spec, process)
             log = (self._log_dir / f'{spec.name}.log').open('w') if self._log_dir else None
             threading.Thread(target=self._pump, args=(running, log), daemon=True).start()
@@ -127,10 +143,16 @@ class Launcher:
         nodes = [r for r in self._running if r.spec.ros_node]
         return bool(nodes) and all(r.process.poll() == 0 for r in nodes)
 
-    def watch(self) -> int:
-        """Block until Ctrl-C, QUIT (all ROS nodes done) or a process dying; return a status."""
+    def watch(self, timeout_s: float | None = None) -> int:
+        """Block until Ctrl-C, QUIT (all ROS nodes done), a process dying or ``timeout_s``;
+        return a status."""
         reported: set[str] = set()
+        deadline = math.inf if timeout_s is None else time.monotonic() + timeout_s
         while not self._stopping:
+            if time.monotonic() > deadline:
+                print(f'[phil] the nodes did not exit within {timeout_s:.0f} s after QUIT',
+                      file=sys.stderr, flush=True)
+                return 1
             if self.ros_nodes_finished():
                 print('[phil] every node exited after QUIT', flush=True)
                 return 0
@@ -205,6 +227,9 @@ def main(argv: list[str] | None = None) -> int:
           f'{os.environ.get("ROS_DOMAIN_ID", "0")}; brain TCP {args.tcp_address}:'
           f'{args.tcp_port}; logs: {args.log_dir or "console"}', flush=True)
     signal.signal(signal.SIGTERM, _terminate)
+    # A shell starting us in the background leaves SIGINT ignored, which would make Ctrl-C
+    # forwarding (and the nodes' own SIGINT) dead: always take it.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     status = 0
     try:
         launcher.start()
@@ -214,10 +239,12 @@ def main(argv: list[str] | None = None) -> int:
             from phil_bringup.demo import run_demo
 
             status = run_demo(args.demo, args.tcp_port, args.log_dir)
-        status = launcher.watch() or status
+            status = launcher.watch(timeout_s=QUIT_TIMEOUT_S) or status
+        else:
+            status = launcher.watch()
     except KeyboardInterrupt:
         pass
-    except RuntimeError as error:
+    except (RuntimeError, OSError) as error:  # a process that never got ready; demo's TCP
         print(f'[phil] {error}', file=sys.stderr)
         status = 1
     status = launcher.stop() or status

@@ -1,9 +1,7 @@
-"""The run command's launcher starts the node set as processes and stops them cleanly."""
+"""The run command's launcher starts the node set as processes and stops them cleanly on
+Ctrl-C (its own ROS domain, buses and TCP port, so nothing else on the machine interferes)."""
 
 import os
-import signal
-import subprocess
-import sys
 import time
 
 import pytest
@@ -13,13 +11,14 @@ rclpy = pytest.importorskip('rclpy')
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
 
+from phil_bringup.testing.graph import RunningGraph  # noqa: E402
 from phil_description.description_publisher_node import LATCHED  # noqa: E402
 
 
-def test_launcher_runs_the_graph_and_stops_on_ctrl_c():
-    env = dict(os.environ, PYTHONUNBUFFERED='1')
-    launcher = subprocess.Popen([sys.executable, '-m', 'phil_bringup.launcher'], env=env,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+def robot_description(domain_id: str, timeout_s: float) -> list[str]:
+    """The latched robot_description as a fresh subscriber in ``domain_id`` sees it."""
+    previous = os.environ.get('ROS_DOMAIN_ID')
+    os.environ['ROS_DOMAIN_ID'] = domain_id
     context = rclpy.Context()
     rclpy.init(context=context)
     try:
@@ -29,16 +28,54 @@ def test_launcher_runs_the_graph_and_stops_on_ctrl_c():
                                   lambda msg: received.append(msg.data), LATCHED)
         executor = SingleThreadedExecutor(context=context)
         executor.add_node(probe)
-        deadline = time.monotonic() + 60.0
-        while not received and time.monotonic() < deadline and launcher.poll() is None:
+        deadline = time.monotonic() + timeout_s
+        while not received and time.monotonic() < deadline:
             executor.spin_once(timeout_sec=0.2)
         executor.shutdown()
         probe.destroy_node()
+        return received
     finally:
         rclpy.try_shutdown(context=context)
-        launcher.send_signal(signal.SIGINT)
-        output, _ = launcher.communicate(timeout=30)
-    assert received and '<robot name="phil"' in received[0], output
+        if previous is None:
+            os.environ.pop('ROS_DOMAIN_ID', None)
+        else:
+            os.environ['ROS_DOMAIN_ID'] = previous
+
+
+def test_launcher_runs_the_graph_and_stops_on_ctrl_c(tmp_path):
+    graph = RunningGraph(tmp_path).start()   # answers GET_STATUS over TCP: every node is up
+    try:
+        received = robot_description(graph.env['ROS_DOMAIN_ID'], 30.0)
+        assert received and '<robot name="phil"' in received[0], graph.text()
+        assert graph.interrupt(45.0) == 0, graph.text()
+    finally:
+        graph.stop()
+    output = graph.text()
     assert 'started phil_description/description_publisher' in output
-    assert launcher.returncode == 0, output
     assert '[phil] stopped' in output
+    assert (graph.log_dir / 'hardware.log').is_file()
+
+
+def test_nothing_outlives_a_killed_launcher(tmp_path):
+    graph = RunningGraph(tmp_path).start()
+    try:
+        pids = graph.started_pids()
+        assert len(pids) == 7, graph.text()
+        graph.process.kill()        # no chance to clean up: the children must go by themselves
+        graph.process.wait()
+        deadline = time.monotonic() + 30.0
+        alive = pids
+        while alive and time.monotonic() < deadline:
+            time.sleep(0.5)
+            alive = [pid for pid in pids if _exists(pid)]
+        assert alive == [], f'still running after the launcher died: {alive}'
+    finally:
+        graph.stop()
+
+
+def _exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True

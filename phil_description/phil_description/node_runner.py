@@ -1,12 +1,17 @@
 """The main() of every Phil node: init, spin, shut down cleanly on Ctrl-C, on an external
 shutdown, or when the graph is told to shut down (QUIT) on `/phil/shutdown`.
 
+The graph shutdown only raises a flag in its callback; the main thread sees it between two
+executor rounds and tears the node down itself. Shutting the context down from inside a
+callback instead races the executor's other threads, which then fail on destroyed handles.
+
 Written without ``with rclpy.init()`` so it also runs on Humble, where init is not a context
 manager.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 import rclpy
@@ -18,18 +23,29 @@ from std_msgs.msg import Empty
 GRAPH_SHUTDOWN_TOPIC = '/phil/shutdown'
 GRAPH_SHUTDOWN_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                                 reliability=ReliabilityPolicy.RELIABLE)
+# How often the main thread looks at the shutdown flag when nothing else wakes the executor.
+SHUTDOWN_POLL_PERIOD_S = 0.1
 
 
-def exit_on_graph_shutdown(node: Node, before_exit: Callable[[], None] | None = None) -> None:
-    """Make ``node``'s process end cleanly once `/phil/shutdown` is published."""
+def exit_on_graph_shutdown(node: Node, requested: threading.Event,
+                           before_exit: Callable[[], None] | None = None) -> None:
+    """Set ``requested`` (after ``before_exit``) once `/phil/shutdown` is published."""
 
     def shut_down(_: Empty) -> None:
+        if requested.is_set():
+            return
         node.get_logger().info('graph shutdown requested; exiting')
         if before_exit is not None:
             before_exit()
-        rclpy.try_shutdown(context=node.context)
+        requested.set()
 
     node.create_subscription(Empty, GRAPH_SHUTDOWN_TOPIC, shut_down, GRAPH_SHUTDOWN_QOS)
+
+
+def spin_until(executor: Executor, node: Node, requested: threading.Event) -> None:
+    """Spin ``executor`` until ``requested`` is set or the node's context shuts down."""
+    while node.context.ok() and not requested.is_set():
+        executor.spin_once(timeout_sec=SHUTDOWN_POLL_PERIOD_S)
 
 
 def run_node(make_node: Callable[[], Node], args: list[str] | None = None,
@@ -38,13 +54,14 @@ def run_node(make_node: Callable[[], Node], args: list[str] | None = None,
     """Create the node after ``rclpy.init`` and spin it until shutdown."""
     rclpy.init(args=args)
     node = None
+    requested = threading.Event()
     try:
         node = make_node()
         if graph_shutdown:
-            exit_on_graph_shutdown(node, getattr(node, 'on_graph_shutdown', None))
+            exit_on_graph_shutdown(node, requested, getattr(node, 'on_graph_shutdown', None))
         executor = make_executor()
         executor.add_node(node)
-        executor.spin()
+        spin_until(executor, node, requested)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:

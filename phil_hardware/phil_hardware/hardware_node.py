@@ -54,7 +54,11 @@ from trajectory_msgs.msg import JointTrajectory
 from phil_description.core import default_robot_model
 from phil_description.node_runner import run_node
 from phil_hardware import hardware_conversions as convert
-from phil_hardware.core.bus_controller import controller_config_from_model, relocate_buses
+from phil_hardware.core.bus_controller import (
+    SequenceTiming,
+    controller_config_from_model,
+    relocate_buses,
+)
 from phil_hardware.core.realtime import RealtimeConfig
 from phil_hardware.core.safety import SafetyConfig
 from phil_hardware.rt import BusLoopClient, BusLoopConfig, BusLoopError
@@ -73,6 +77,11 @@ PARAMETERS = {
     'joint_state_rate_hz': 200.0, 'motor_state_rate_hz': 20.0, 'status_rate_hz': 5.0,
     'configure_on_start': True, 'log_dir': '', 'can_channel_base': '', 'dxl_port': '',
 }
+# Start-up replies the node may wait longer for (e.g. simulators on a busy machine).
+_DEFAULT_TIMING = SequenceTiming()
+TIMING_PARAMETERS = ('sdo_timeout_s', 'dxl_reply_timeout_s', 'enable_timeout_s',
+                     'feedback_wait_s')
+PARAMETERS.update({name: getattr(_DEFAULT_TIMING, name) for name in TIMING_PARAMETERS})
 
 
 class MotorCsvLog:
@@ -200,6 +209,7 @@ class HardwareNode(LifecycleNode):
         missing = tuple(name for name in values['allow_missing'] if name)
         for name in missing:
             self._model.joint(name)  # KeyError names an unknown joint
+        timing = {name: float(values[name]) for name in TIMING_PARAMETERS}
         safety = SafetyConfig(can_feedback_timeout_s=float(values['can_feedback_timeout_s']),
                               serial_feedback_timeout_s=float(
                                   values['serial_feedback_timeout_s']))
@@ -209,6 +219,7 @@ class HardwareNode(LifecycleNode):
             serial_port=str(values['dxl_port']))
         return BusLoopConfig(
             controller=controller_config_from_model(self._model, safety=safety,
+                                                    timing=SequenceTiming(**timing),
                                                     allow_missing=missing,
                                                     can_buses=can_buses,
                                                     serial_buses=serial_buses),

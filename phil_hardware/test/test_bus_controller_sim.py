@@ -184,7 +184,11 @@ def test_wrists_switch_to_cst_and_back_with_the_upstream_frames(active):
                                           CanFrame(0x207, b'\x0f\x00')]
     assert any(f.arbitration_id == 0x507 for f in can3[switch:])
     assert ctl.counters.mode_switches == 1
-    assert abs(ctl.measured.position_rad[7] - goal[7]) < 5 * DEG
+    for _ in range(16):  # a loaded machine delays the in-process torque loop: let it settle
+        if abs(ctl.measured.position_rad[7] - goal[7]) < 5 * DEG or ctl.faults():
+            break
+        active.run(0.25)
+    assert abs(ctl.measured.position_rad[7] - goal[7]) < 5 * DEG, ctl.faults()
     back = move_chunk(ctl, goal, 0.1, joints=['right_wrist'], modes=(ControlMode.POSITION,))
     ctl.push_chunk(back)
     active.run(0.3)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import signal
 import socket
 import subprocess
@@ -15,6 +16,12 @@ import time
 from pathlib import Path
 
 STARTUP_TIMEOUT_S = 90.0
+
+
+def _like_a_background_job() -> None:
+    """A shell starts background jobs with SIGINT ignored; the launcher must still stop on
+    Ctrl-C then (CI runners start test suites that way)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def free_tcp_port() -> int:
@@ -47,7 +54,7 @@ class RunningGraph:
              '--tcp-port', str(self.tcp_port), '--sim-channel-base', self.channel_base,
              '--sim-dxl-port', self.dxl_port],
             env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-            start_new_session=True)
+            start_new_session=True, preexec_fn=_like_a_background_job)
         threading.Thread(target=self._collect, daemon=True).start()
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
         while time.monotonic() < deadline:
@@ -108,6 +115,15 @@ class RunningGraph:
             return self.process.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             raise AssertionError('the graph did not exit:\n' + self.text()) from None
+
+    def interrupt(self, timeout_s: float) -> int:
+        """Ctrl-C the launcher like a person would; its exit code (output if it hangs)."""
+        self.process.send_signal(signal.SIGINT)
+        return self.wait_exit(timeout_s)
+
+    def started_pids(self) -> list[int]:
+        """The processes the launcher reported starting."""
+        return [int(match) for match in re.findall(r'\(pid (\d+)\)', ''.join(self.output))]
 
     def stop(self) -> None:
         if self._socket is not None:

@@ -1,0 +1,112 @@
+"""run_node in real processes: a node whose executor threads are busy when `/phil/shutdown`
+arrives exits with code 0, having run its before-exit hook exactly once."""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+rclpy = pytest.importorskip('rclpy')
+
+from std_msgs.msg import Empty  # noqa: E402
+
+from phil_description.node_runner import GRAPH_SHUTDOWN_QOS, GRAPH_SHUTDOWN_TOPIC  # noqa: E402
+
+PROCESSES = 4
+READY_TIMEOUT_S = 60.0
+EXIT_TIMEOUT_S = 30.0
+
+# Busy timers on a 4-thread executor, each publishing: the shape of the trajectory generator and
+# hardware nodes that used to fail on destroyed handles when QUIT arrived mid-callback.
+BUSY_NODE = textwrap.dedent('''
+    import sys
+    from rclpy.executors import MultiThreadedExecutor
+    from rclpy.node import Node
+    from std_msgs.msg import Empty, String
+    from phil_description.node_runner import run_node
+
+    class Busy(Node):
+        def __init__(self):
+            super().__init__('busy_' + sys.argv[1])
+            self.out = self.create_publisher(String, '~/chatter', 10)
+            # Many entities make the executor's wait-set build long: the window the old race hit.
+            self.extra = [self.create_publisher(String, f'~/extra_{i}', 10) for i in range(40)]
+            self.extra += [self.create_subscription(String, '~/chatter', lambda _: None, 10)
+                           for _ in range(10)]
+            self.hooks = 0
+            for _ in range(4):
+                self.create_timer(0.001, self.work)
+            print('ready', flush=True)
+
+        def work(self):
+            self.out.publish(String(data='x' * 100))
+
+        def on_graph_shutdown(self):
+            self.hooks += 1
+            print(f'hook {self.hooks}', flush=True)
+
+    run_node(Busy, make_executor=lambda: MultiThreadedExecutor(num_threads=4))
+    print('exited', flush=True)
+''')
+
+
+@pytest.fixture
+def domain_env():
+    return dict(os.environ, ROS_DOMAIN_ID=str(random.randint(201, 230)))
+
+
+def _wait_for_line(process: subprocess.Popen, expected: str, timeout_s: float) -> list[str]:
+    lines, deadline = [], time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if not line:
+            break
+        lines.append(line.strip())
+        if line.strip() == expected:
+            return lines
+    raise AssertionError(f'no {expected!r} from the node within {timeout_s} s: {lines}')
+
+
+def test_graph_shutdown_ends_busy_multithreaded_nodes_with_code_0(domain_env):
+    processes = [
+        subprocess.Popen([sys.executable, '-c', BUSY_NODE, str(index)], env=domain_env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for index in range(PROCESSES)
+    ]
+    try:
+        for process in processes:
+            _wait_for_line(process, 'ready', READY_TIMEOUT_S)
+        previous_domain = os.environ.get('ROS_DOMAIN_ID')
+        os.environ['ROS_DOMAIN_ID'] = domain_env['ROS_DOMAIN_ID']
+        context = rclpy.Context()
+        rclpy.init(context=context)
+        try:
+            node = rclpy.create_node('shutdown_sender', context=context)
+            publisher = node.create_publisher(Empty, GRAPH_SHUTDOWN_TOPIC, GRAPH_SHUTDOWN_QOS)
+            publisher.publish(Empty())  # latched: late-matching subscribers get it too
+            outputs = []
+            for process in processes:
+                stdout, stderr = process.communicate(timeout=EXIT_TIMEOUT_S)
+                outputs.append((process.returncode, stdout, stderr))
+            node.destroy_node()
+        finally:
+            rclpy.try_shutdown(context=context)
+            if previous_domain is None:
+                os.environ.pop('ROS_DOMAIN_ID', None)
+            else:
+                os.environ['ROS_DOMAIN_ID'] = previous_domain
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    for code, stdout, stderr in outputs:
+        assert code == 0, stderr
+        assert stdout.splitlines() == ['hook 1', 'exited'], stdout
+        assert 'Error' not in stderr and 'Traceback' not in stderr, stderr
