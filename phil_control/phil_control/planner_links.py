@@ -91,6 +91,8 @@ class GraphLinks:
         self._queue: queue.Queue = queue.Queue()
         self._motions_in_flight = 0
         self._count_lock = threading.Lock()
+        # A play or HIT waiting for the running motions to end (see _defer_until_motions_end).
+        self._after_motions: tuple | None = None
         self._worker = threading.Thread(target=self._work, name='planner-actions', daemon=True)
         self._worker.start()
 
@@ -144,10 +146,14 @@ class GraphLinks:
                                               profile=options.profile or action.profile.value),
                               completion)
         elif isinstance(action, act.StrikeInstrument):
+            if self._defer_until_motions_end(action, completion, options):
+                return
             goal = Hit.Goal(instrument=action.instrument, velocity=options.velocity,
                             hand=options.hand)
             self._send_goal(self._hit, goal, completion, play=False)
         elif isinstance(action, act.StartPlay | act.ResumePlay):
+            if self._defer_until_motions_end(action, completion, options):
+                return
             goal = Play.Goal(score=action.play_id, speed=options.speed,
                              start_bar=options.start_bar, improv=options.improv)
             if isinstance(action, act.ResumePlay):
@@ -156,12 +162,15 @@ class GraphLinks:
         elif isinstance(action, act.PausePlay):
             self._trigger('/score_player/pause')
         elif isinstance(action, act.StopPlay):
+            self.drop_deferred()
             self._trigger('/score_player/stop')
         elif isinstance(action, act.SetPlaySpeed):
             self._call(self._speed, SetSpeed.Request(speed=action.speed))
         elif isinstance(action, act.HaltMotion):
+            self.drop_deferred()
             self._trigger('/trajectory_generator/halt')
         elif isinstance(action, act.EstopHardware):
+            self.drop_deferred()
             self._trigger('/hardware/estop')
         elif isinstance(action, act.ResetHardware):
             self._trigger('/hardware/reset')
@@ -170,6 +179,29 @@ class GraphLinks:
             self._events['shutdown']()
         else:
             raise TypeError(f'unknown action {action!r}')
+
+    def _defer_until_motions_end(self, action, completion, options) -> bool:
+        """Hold a play or HIT back while motion goals run (True = held): the score player
+        plans from the pose the motions end in, not from one they are about to leave. The
+        worker stays free meanwhile (ESTOP must never wait behind a motion)."""
+        with self._count_lock:
+            if self._motions_in_flight == 0:
+                return False
+            self._after_motions = (action, completion, options)
+            return True
+
+    def drop_deferred(self, reason: str = 'dropped before it started') -> None:
+        """Forget a held play or HIT (stop, halt, ESTOP, a hardware fault); a held play ends
+        like a play, so the state machine leaves PLAYING."""
+        with self._count_lock:
+            deferred, self._after_motions = self._after_motions, None
+        if deferred is None:
+            return
+        action, completion, _options = deferred
+        if completion is not None and not completion.done.is_set():
+            completion.finish(False, reason)
+        if isinstance(action, act.StartPlay | act.ResumePlay):
+            self._events['play_ended'](action.play_id, None, False, reason)
 
     def _wait(self, future, what: str, timeout_s: float = STEP_TIMEOUT_S):
         done = threading.Event()
@@ -261,11 +293,19 @@ class GraphLinks:
                       success: bool, reason: str) -> None:
         if completion is not None and not completion.done.is_set():
             completion.finish(success, reason, result)
+        if not success and not play:  # a play's end is logged by the node
+            self._node.get_logger().warning(f'motion ended early: {reason}')
         if play:
             self._events['play_ended'](play_id, result, success, reason)
             return
         with self._count_lock:
             self._motions_in_flight -= 1
             idle = self._motions_in_flight == 0
+            deferred = self._after_motions if idle else None
+            if deferred is not None:
+                self._after_motions = None
+        if deferred is not None:
+            action, deferred_completion, options = deferred
+            self._queue.put(((action,), deferred_completion, options))
         if idle:
             self._events['motion_finished']()

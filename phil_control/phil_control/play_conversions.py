@@ -62,6 +62,11 @@ PARAMETERS = {
     'margin_s': (0.1, 'earliest start of a new or replacing chunk after now, s'),
     'feedback_period_s': (0.1, 'action feedback period, s'),
     'log_dir': ('', "folder for hits.csv (one row per commanded hit); '' = no log"),
+    'wrist_torque': (
+        True,
+        'wrists in torque mode (EPOS4 CST, kp/kd + gravity) while playing, as upstream; false '
+        '= position mode (CSP) throughout',
+    ),
     'stamp_clock': (
         'ros',
         'clock of every stamp: ros (the node clock, as the trajectory_generator) or monotonic',
@@ -102,6 +107,7 @@ class PlayerConfig:
     feedback_period_s: float
     log_dir: Path | None
     stamp_clock: str
+    wrist_torque: bool = True
 
     @classmethod
     def from_parameters(cls, values: dict) -> PlayerConfig:
@@ -137,6 +143,7 @@ class PlayerConfig:
             feedback_period_s=values['feedback_period_s'],
             log_dir=Path(values['log_dir']) if values['log_dir'] else None,
             stamp_clock=values['stamp_clock'],
+            wrist_torque=bool(values['wrist_torque']),
         )
 
 

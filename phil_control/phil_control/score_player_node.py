@@ -115,7 +115,8 @@ class ScorePlayer(Node):
         play_list = self.config.play_list and load_play_list(self.config.play_list)
         if play_list is None:
             self.get_logger().warning('no play list found: scores can be played by path only')
-        self.session = PlaySession(self.robot, play_list, self.config.margin_s, self.config.lead_s)
+        self.session = PlaySession(self.robot, play_list, self.config.margin_s, self.config.lead_s,
+                                   self.config.wrist_torque)
         warn = self.get_logger().warning
         self.audio: AudioPlayer = audio_player or make_audio_player(
             self.config.audio_command, lambda: self._clock_ns() * 1e-9, warn

@@ -20,6 +20,7 @@ from phil_control.core.play import (
     StrikeTarget,
     next_score_in_folder,
 )
+from phil_control.core.play.common import ControlMode
 from phil_control.core.play.timing import sample_hermite
 from phil_control.core.score import Hand, load_play_list, load_score
 from phil_description.core import default_robot_model
@@ -88,8 +89,8 @@ def _run(session, recorder, now, until=math.inf, step=0.05):
     return now
 
 
-def _start(robot, play_list, score='rock', **kwargs):
-    session = PlaySession(robot, play_list)
+def _start(robot, play_list, score='rock', wrist_torque=True, **kwargs):
+    session = PlaySession(robot, play_list, wrist_torque=wrist_torque)
     recorder = Recorder(robot)
     recorder.add(
         session.start(score, now_s=START_S, current_positions_rad=robot.ready_rad, **kwargs)
@@ -140,6 +141,20 @@ def test_drum_start_is_a_cosine_to_the_reset_pose(robot, play_list):
     )
     np.testing.assert_allclose(chunks[-1].velocities_rad_s[-1], 0.0, atol=1e-12)
     assert {mode for chunk in chunks for mode in chunk.control_modes} == {0}
+
+
+@pytest.mark.parametrize('wrist_torque', [True, False])
+def test_windows_put_the_wrists_in_torque_mode_unless_told_not_to(robot, play_list,
+                                                                   wrist_torque):
+    session, recorder = _start(robot, play_list, wrist_torque=wrist_torque)
+    _run(session, recorder, START_S, until=START_S + 8.0)
+    windows = [chunk for chunk in recorder.chunks if chunk.kind == ChunkKind.WINDOW]
+    wrists = {robot.index('right_wrist'), robot.index('left_wrist')}
+    assert windows
+    for chunk in windows:
+        for index, mode in enumerate(chunk.control_modes):
+            torque = wrist_torque and index in wrists
+            assert mode == (ControlMode.TORQUE if torque else ControlMode.POSITION)
 
 
 def test_speed_change_keeps_score_time_and_continuity(robot, play_list):

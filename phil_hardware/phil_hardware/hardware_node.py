@@ -475,8 +475,18 @@ class HardwareNode(LifecycleNode):
         key = (status.lifecycle_state, status.estop, tuple(f.reason for f in status.faults),
                tuple(status.missing_motors))
         if always or key != self._last_status_key:
+            if key != self._last_status_key:
+                self._log_new_faults(status.faults)
             self._last_status_key = key
             self._status_pub.publish(status)
+
+    def _log_new_faults(self, faults) -> None:
+        """One ERROR line per fault that was not in the previous status: the run log says
+        why the robot stopped, not only that chunks were refused afterwards."""
+        before = set(self._last_status_key[2]) if self._last_status_key else set()
+        for fault in faults:
+            if fault.reason not in before:
+                self.get_logger().error(f'fault: {fault.reason}')
 
 
 def main(args: list[str] | None = None) -> None:

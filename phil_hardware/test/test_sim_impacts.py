@@ -101,9 +101,20 @@ def test_stroke_through_strike_point_gives_instrument_and_time(model, instrument
 
 def test_stick_staying_above_the_pad_gives_nothing(model):
     strike = model.kit.by_name('snare').strikes['right']
-    t, dz, _ = _stroke(dip_m=-0.005)  # lowest point 5 mm above the pad
+    above = ImpactConfig().hand_tolerance_m + 0.005
+    t, dz, _ = _stroke(dip_m=-above)  # lowest point beyond the tolerance above the pad
     q = _arm_trajectory(model, 'right', strike.position_m, strike.wrist_angle_rad, t, dz)
     assert detect_impacts(model, t, q) == []
+
+
+def test_stick_turning_just_above_the_pad_hits_at_its_lowest_point(model):
+    strike = model.kit.by_name('snare').strikes['right']
+    t, dz, _ = _stroke(dip_m=-0.005)  # a lagging arm: lowest point 5 mm above the pad
+    q = _arm_trajectory(model, 'right', strike.position_m, strike.wrist_angle_rad, t, dz)
+    impacts = detect_impacts(model, t, q)
+    assert [impact.instrument for impact in impacts] == ['snare']
+    lowest_s = t[int(np.argmin(dz))]
+    assert impacts[0].time_s == pytest.approx(lowest_s, abs=SAMPLE_S)
 
 
 def test_stroke_outside_every_pad_gives_nothing(model):

@@ -159,7 +159,7 @@ def test_simulator_refuses_a_group_that_could_leave_the_machine():
     simulator = Simulator('--can-channel-base', 'ff05::7068:6900', '--no-dxl')
     try:
         assert simulator.process.wait(timeout=START_TIMEOUT_S) == 2
-        assert 'not an interface-local multicast group' in simulator.stderr()
+        assert 'ff05::7068:6900 is not an IPv6 interface-local group' in simulator.stderr()
     finally:
         simulator.kill()
 

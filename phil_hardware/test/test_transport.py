@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 import tty
+from pathlib import Path
 
 import can
 import pytest
@@ -230,3 +231,17 @@ def test_serial_errors_are_counted_not_raised():
     assert broken.read() == b''
     broken.close()
     assert broken.write_errors == 1 and broken.read_errors == 1
+
+
+def test_udp_multicast_sockets_get_a_receive_buffer_for_seconds_of_traffic():
+    from phil_hardware.core.transport.can_bus import UDP_RECEIVE_BUFFER_BYTES
+
+    bus = open_can_bus(CanBusParams('can0', 'udp_multicast', unique_group(), 10**6))
+    try:
+        granted = bus._multicast._socket.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
+    finally:
+        bus.shutdown()
+    limit = int(Path('/proc/sys/net/core/rmem_max').read_text())
+    wanted = UDP_RECEIVE_BUFFER_BYTES if os.geteuid() == 0 else min(limit,
+                                                                       UDP_RECEIVE_BUFFER_BYTES)
+    assert granted >= wanted  # Linux reports twice the request (bookkeeping included)

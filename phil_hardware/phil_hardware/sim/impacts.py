@@ -57,7 +57,12 @@ class ImpactConfig:
     """Detection parameters.
 
     Attributes:
-        radius_scale: Factor on every instrument radius (pad size used for detection).
+        radius_scale: Factor on every instrument radius (pad size used for detection). Half
+            by default: the playing area around the strike points; full cymbal radii overlap
+            in the upstream kit layout (the left crash covers the hi-hat, which the stick
+            reaches below the crash's edge).
+        hand_tolerance_m: A stick tip turning back up within this height above a pad hits it
+            (a lagging arm arrives at the strike point with no downward speed left).
         rearm_height_m: A hand re-arms once its tip is this far above the last hit plane [m].
         min_interval_s: Minimum time between two impacts of one limb [s].
         bass_press_angle_rad: Pedal angle at which the bass beater hits (stroke end).
@@ -72,7 +77,8 @@ class ImpactConfig:
         full_scale_pedal_speed_rad_s: Pedal speed that maps to grade 7.
     """
 
-    radius_scale: float = 1.0
+    radius_scale: float = 0.5
+    hand_tolerance_m: float = 0.01
     rearm_height_m: float = 0.01
     min_interval_s: float = 0.03
     bass_press_angle_rad: float = math.radians(-20.0)
@@ -96,7 +102,7 @@ class ImpactConfig:
             if not getattr(self, name) > 0:
                 raise ValueError(f'ImpactConfig.{name} must be > 0')
         for name in ('rearm_height_m', 'min_interval_s', 'pedal_tolerance_rad',
-                     'pedal_rearm_rad'):
+                     'pedal_rearm_rad', 'hand_tolerance_m'):
             if not getattr(self, name) >= 0:
                 raise ValueError(f'ImpactConfig.{name} must be >= 0')
 
@@ -302,10 +308,19 @@ class ImpactDetector:
                        tips: np.ndarray, first: int) -> list[Impact]:
         z = tips[:, 2]
         best: dict[int, tuple[float, _Pad, np.ndarray, float]] = {}
+        step = np.diff(z)
+        turning = np.zeros(len(dt), dtype=bool)  # interval i ends in a lowest point
+        turning[:-1] = (step[:-1] < 0) & (step[1:] >= 0)
+        tolerance = self.config.hand_tolerance_m
         for pad in self._pads[hand_index]:
             crossing = (z[:-1] > pad.height_m) & (z[1:] <= pad.height_m)
-            for i in np.nonzero(crossing[first:])[0] + first:
-                frac = (z[i] - pad.height_m) / (z[i] - z[i + 1])
+            near = turning & (z[1:] > pad.height_m) & (z[1:] <= pad.height_m + tolerance)
+            for i in np.nonzero((crossing | near)[first:])[0] + first:
+                if crossing[i]:
+                    frac = (z[i] - pad.height_m) / (z[i] - z[i + 1])
+                else:  # the vertex of the turn, within this interval or the next
+                    vertex = _vertex_time(t[i:i + 3], z[i:i + 3])
+                    frac = min(1.0, (vertex - t[i]) / dt[i]) if dt[i] else 1.0
                 point = tips[i] + frac * (tips[i + 1] - tips[i])
                 if np.hypot(*(point[:2] - pad.center_xy)) > pad.radius_m:
                     continue

@@ -1,64 +1,41 @@
-"""Opening CAN buses for the simulator, with the one fix udp_multicast needs here.
-
-python-can's ``udp_multicast`` socket binds the port on every address, and Linux then delivers
-to it the datagrams of *every* multicast group joined on the machine for that port
-(``IPV6_MULTICAST_ALL`` defaults to on). Without a fix, can0..can3 on four groups all see each
-other's frames, and two simulators run side by side (parallel tests) see each other too. Turning
-``IPV6_MULTICAST_ALL`` off restricts each socket to the group it joined. The controller side must
-do the same for its own sockets.
+"""Opening CAN buses for the simulator: the controller's transport rules apply unchanged
+(udp_multicast only on IPv6 interface-local groups ff11::/16, each socket restricted to its own
+group, a receive buffer that survives a busy machine), so both ends of a simulated bus behave
+alike. This module only adapts the simulator's (name, interface, channel) arguments.
 """
 
 from __future__ import annotations
 
-import ipaddress
-import logging
-import socket
 from typing import Any
 
 import can
 
-_LOG = logging.getLogger(__name__)
-IPV6_MULTICAST_ALL = getattr(socket, 'IPV6_MULTICAST_ALL', 29)  # Linux >= 4.20
+from phil_description.core import CanBusParams
+from phil_hardware.core.transport.can_bus import (
+    TransportError,
+    check_multicast_group,
+)
+from phil_hardware.core.transport.can_bus import open_can_bus as _open_transport_bus
+
+_BITRATE = 1_000_000  # python-can ignores it for the simulated interfaces
 
 
 def check_channel(bus: str, interface: str, channel: str) -> None:
     """Refuse a udp_multicast channel that could leave the machine.
 
     Raises:
-        ValueError: Unless ``channel`` is an IPv6 interface-local multicast group (ff?1::/16).
+        ValueError: Unless ``channel`` is an IPv6 interface-local multicast group (ff11::/16).
     """
     if interface != 'udp_multicast':
         return
     try:
-        address = ipaddress.IPv6Address(channel)
-    except ValueError:
-        raise ValueError(f'CAN bus {bus}: udp_multicast channel {channel!r} is not an IPv6 '
-                         'address; use an interface-local group like ff11::7068:6900') from None
-    if not address.is_multicast or address.packed[1] & 0x0F != 1:
-        raise ValueError(f'CAN bus {bus}: {channel} is not an interface-local multicast group '
-                         '(ff?1::); other scopes can leave this machine')
-
-
-def restrict_to_own_group(bus: can.BusABC) -> bool:
-    """Make a udp_multicast bus receive only its own group (see the module docstring).
-
-    Returns:
-        True if the option was set; False for other interfaces or a kernel without it.
-    """
-    sock = getattr(getattr(bus, '_multicast', None), '_socket', None)
-    if not isinstance(sock, socket.socket) or sock.family != socket.AF_INET6:
-        return False
-    try:
-        sock.setsockopt(socket.IPPROTO_IPV6, IPV6_MULTICAST_ALL, 0)
-    except OSError as error:
-        _LOG.warning('cannot restrict %s to its own multicast group (%s): frames of other '
-                     'groups on the same port will be seen', bus.channel_info, error)
-        return False
-    return True
+        check_multicast_group(bus, channel)
+    except TransportError as error:
+        raise ValueError(str(error)) from None
 
 
 def open_can_bus(name: str, interface: str, channel: str, **kwargs: Any) -> can.BusABC:
-    """Open one simulated CAN bus; udp_multicast is checked and restricted to its group.
+    """Open one simulated CAN bus through the controller's transport rules.
 
     Args:
         name: Bus name for error messages (e.g. 'can0').
@@ -68,12 +45,12 @@ def open_can_bus(name: str, interface: str, channel: str, **kwargs: Any) -> can.
 
     Raises:
         ValueError: For a udp_multicast group that is not interface-local.
-        can.CanError: If python-can cannot open the bus.
+        can.CanError: If the bus cannot be opened.
     """
     check_channel(name, interface, channel)
     if interface == 'udp_multicast':
         kwargs.setdefault('receive_own_messages', False)
-    bus = can.Bus(interface=interface, channel=channel, **kwargs)
-    if interface == 'udp_multicast':
-        restrict_to_own_group(bus)
-    return bus
+    try:
+        return _open_transport_bus(CanBusParams(name, interface, channel, _BITRATE), **kwargs)
+    except TransportError as error:
+        raise can.CanError(str(error)) from error

@@ -27,6 +27,7 @@ import numpy as np
 from phil_description.core import RobotModel
 from phil_description.core.hardware import DynamixelParams, Epos4Params, TMotorParams
 from phil_hardware.core.codecs import CanFrame
+from phil_hardware.core.transport import CanTransport
 from phil_hardware.sim.clock import Clock, MonotonicClock
 from phil_hardware.sim.config import SimConfig
 from phil_hardware.sim.device import SimDevice
@@ -94,6 +95,10 @@ class SimulatedRobot:
         self.config = config or SimConfig()
         self.clock = clock or MonotonicClock()
         self._buses = dict(can_buses)
+        # The transport's receive path drains a multicast socket several times faster than
+        # python-can's recv and drops the devices' own echoed frames; a 1 kHz Maxon bus feeds
+        # ~5000 datagrams/s here, which python-can alone cannot keep up with on a busy machine.
+        self._transports = {name: CanTransport(name, bus) for name, bus in self._buses.items()}
         self._serial = serial_line
         if initial_positions_rad is not None:
             initial = np.asarray(initial_positions_rad, dtype=float)
@@ -240,43 +245,34 @@ class SimulatedRobot:
         """
         now = self.clock.now_s() if now_s is None else now_s
         self._advance_to(now)
-        for name, bus in self._buses.items():
+        received: list[CanFrame] = []
+        for name, transport in self._transports.items():
             if ready_fds is not None and self._fds.get(name) not in ready_fds:
                 continue
             devices = self._on_bus[name]
-            for _ in range(_MAX_FRAMES_PER_STEP):
-                message = bus.recv(timeout=0)
-                if message is None:
-                    break
-                if message.is_error_frame or message.is_remote_frame or len(message.data) > 8:
-                    continue
-                self.frames_received += 1
-                frame = CanFrame(message.arbitration_id, bytes(message.data),
-                                 message.is_extended_id)
+            received.clear()
+            self.frames_received += transport.drain(received, _MAX_FRAMES_PER_STEP)
+            for frame in received:
                 for device in devices:
-                    self._send(bus, device.handle(frame, now))
+                    self._send(transport, device.handle(frame, now))
         if self.bank is not None and self._serial is not None:
             if ready_fds is None or self._fds.get('') in ready_fds:
                 self.bank.receive(self._serial.read(), now)
             else:
                 self.bank.receive(b'', now)
-        for name, bus in self._buses.items():
+        for name, transport in self._transports.items():
             for device in self._on_bus[name]:
-                self._send(bus, device.poll(now))
+                self._send(transport, device.poll(now))
         if self.bank is not None and self._serial is not None:
             reply = self.bank.poll(now)
             if reply:
                 self._serial.write(reply)
 
-    def _send(self, bus: can.BusABC, frames: list[CanFrame]) -> None:
+    def _send(self, transport: CanTransport, frames: list[CanFrame]) -> None:
         for frame in frames:
-            message = can.Message(arbitration_id=frame.arbitration_id, data=frame.data,
-                                  is_extended_id=frame.is_extended_id)
-            try:
-                bus.send(message)
-            except (can.CanError, OSError) as error:
+            if not transport.send(frame):
                 self.send_errors += 1
-                _LOG.debug('send of %s failed: %s', frame.describe_id(), error)
+                _LOG.debug('send failed: %s', transport.last_error)
 
     def _advance_to(self, now_s: float) -> None:
         time_s = self._time_s

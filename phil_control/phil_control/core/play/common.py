@@ -28,9 +28,10 @@ class ControlMode(enum.IntEnum):
     TORQUE = 1
 
 
-def window_control_modes(robot: PlayRobot) -> tuple[ControlMode, ...]:
-    """Control modes while playing: wrists in torque (EPOS4 CST) as upstream, others position."""
-    torque = {robot.index('right_wrist'), robot.index('left_wrist')}
+def window_control_modes(robot: PlayRobot, wrist_torque: bool = True) -> tuple[ControlMode, ...]:
+    """Control modes while playing: wrists in torque (EPOS4 CST) as upstream unless
+    ``wrist_torque`` is off, every other joint in position."""
+    torque = {robot.index('right_wrist'), robot.index('left_wrist')} if wrist_torque else set()
     return tuple(
         ControlMode.TORQUE if index in torque else ControlMode.POSITION
         for index in range(len(robot.joint_names))

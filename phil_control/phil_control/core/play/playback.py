@@ -93,6 +93,7 @@ class Playback:
         speed: float,
         improv: bool,
         chooser: WaistChooser,
+        wrist_torque: bool = True,
     ) -> None:
         """Plan DRUM START from `current_positions_rad` at wall time `start_s`.
 
@@ -107,7 +108,7 @@ class Playback:
         except MotionError as error:
             raise PlayAborted(error.reason, None, source.play_id) from error
         self.robot, self._chooser = robot, chooser
-        self._modes = window_control_modes(robot)
+        self._modes = window_control_modes(robot, wrist_torque)
         self._position_modes = (ControlMode.POSITION,) * len(robot.joint_names)
         self.timeline = Timeline(source)
         self.timeline.ensure_release(RELEASE_BEAT_UNITS)

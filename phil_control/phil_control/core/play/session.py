@@ -58,6 +58,7 @@ class PlaySession:
             to deliver it to the trajectory generator).
         extra_lookahead_s: Generated motion reaches one bar plus this beyond `now`, s.
         resume_point: Saved by `pause`, cleared by `start` and `stop`.
+        wrist_torque: Wrists in torque mode (CST) while playing; False keeps them in position.
         audio: Audio track of the current play ('' when silent or resumed).
     """
 
@@ -67,9 +68,11 @@ class PlaySession:
         play_list: PlayList | None = None,
         margin_s: float = 0.1,
         extra_lookahead_s: float = 0.5,
+        wrist_torque: bool = True,
     ) -> None:
         """Set up; nothing moves until `start` or `hit`."""
         self.robot = robot
+        self.wrist_torque = wrist_torque
         self.play_list = play_list
         self.margin_s = margin_s
         self.extra_lookahead_s = extra_lookahead_s
@@ -330,6 +333,7 @@ class PlaySession:
             speed,
             improv,
             self._chooser,
+            self.wrist_torque,
         )
         self._play, self._reported = play, 0
         return [*play.drum_start(), *play.fill(now_s, self.extra_lookahead_s)]

@@ -36,6 +36,11 @@ SUPPORTED_CAN_INTERFACES = ('socketcan', 'virtual', 'udp_multicast')
 INTERFACE_LOCAL_PREFIX = b'\xff\x11'
 # Linux <linux/in6.h>; Python's socket module does not export it.
 IPV6_MULTICAST_ALL = 29
+# Receive buffer of a udp_multicast socket. A 1 kHz bus carries ~3000 datagrams/s, and the
+# default buffer (~200 kB, ~270 datagrams) overflows when a process on a busy machine is not
+# scheduled for ~0.1 s: frames (an SDO mode switch, say) would be lost silently. 4 MiB holds
+# seconds of traffic; the kernel caps it at net.core.rmem_max unless we may force it.
+UDP_RECEIVE_BUFFER_BYTES = 4 * 1024 * 1024
 _MAX_DRAIN_PER_CALL = 256
 
 
@@ -125,12 +130,27 @@ def open_can_bus(params: CanBusParams, **kwargs: Any) -> can.BusABC:
     return bus
 
 
+def _enlarge_receive_buffer(sock: socket.socket) -> int:
+    """Ask for :data:`UDP_RECEIVE_BUFFER_BYTES` (forced when privileged); return the size
+    the kernel granted."""
+    force = getattr(socket, 'SO_RCVBUFFORCE', None)
+    try:
+        if force is None:
+            raise PermissionError
+        sock.setsockopt(socket.SOL_SOCKET, force, UDP_RECEIVE_BUFFER_BYTES)
+    except OSError:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, UDP_RECEIVE_BUFFER_BYTES)
+    return sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
+
+
 def _only_own_group(bus: can.BusABC, params: CanBusParams) -> None:
     # python-can binds every group to the same port; without this, can0's socket also gets the
     # frames of can1..can3 (and of any parallel test on another ff11:: group).
     sock = getattr(getattr(bus, '_multicast', None), '_socket', None)
     if sock is None:
         return
+    _enlarge_receive_buffer(sock)
     try:
         sock.setsockopt(socket.IPPROTO_IPV6, IPV6_MULTICAST_ALL, 0)
     except OSError as error:
