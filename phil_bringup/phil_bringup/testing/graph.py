@@ -15,6 +15,8 @@ import threading
 import time
 from pathlib import Path
 
+from phil_bringup.demo import BrainConnection
+
 STARTUP_TIMEOUT_S = 90.0
 
 
@@ -45,8 +47,7 @@ class RunningGraph:
                         PYTHONUNBUFFERED='1')
         self.output: list[str] = []
         self.process: subprocess.Popen | None = None
-        self._socket: socket.socket | None = None
-        self._reader = None
+        self.brain: BrainConnection | None = None
 
     def start(self) -> RunningGraph:
         self.process = subprocess.Popen(
@@ -76,39 +77,25 @@ class RunningGraph:
         return ''.join(self.output[-200:])
 
     def _connect(self) -> None:
-        if self._socket is not None:
-            return
-        connection = socket.create_connection(('127.0.0.1', self.tcp_port), timeout=10.0)
-        self._reader = connection.makefile('r', encoding='utf-8', newline='\n')
-        connection.sendall(b'PROTOCOL|2\n')
-        assert self._reader.readline().startswith('OK|PROTOCOL')
-        self._socket = connection
+        if self.brain is None:
+            self.brain = BrainConnection(self.tcp_port, timeout_s=0.0)
 
     def line(self, text: str) -> str:
-        self._socket.sendall(text.encode() + b'\n')
-        return self._reader.readline().rstrip('\n')
+        """Send one protocol line; the acknowledged-mode reply."""
+        return self.brain.send(text)
 
     def line_until_ok(self, text: str, timeout_s: float) -> str:
         """Repeat a command the state machine refuses for now (e.g. READY while START is still
         enabling the drives) until it is accepted."""
-        deadline = time.monotonic() + timeout_s
-        reply = self.line(text)
-        while not reply.startswith('OK|') and time.monotonic() < deadline:
-            time.sleep(0.25)
-            reply = self.line(text)
-        return reply
+        return self.brain.until(text, timeout_s)
 
     def status(self) -> list[str]:
         return self.line('GET_STATUS').split('|')
 
     def wait_state(self, state: str, timeout_s: float) -> list[str]:
-        deadline = time.monotonic() + timeout_s
-        fields = self.status()
-        while fields[1] != state and time.monotonic() < deadline:
-            time.sleep(0.2)
-            fields = self.status()
-        assert fields[1] == state, f'state {fields[1]}, expected {state}\n{self.text()}'
-        return fields
+        reached = self.brain.wait_state({state}, timeout_s)
+        assert reached == state, f'state {reached}, expected {state}\n{self.text()}'
+        return self.status()
 
     def wait_exit(self, timeout_s: float) -> int:
         try:
@@ -126,8 +113,8 @@ class RunningGraph:
         return [int(match) for match in re.findall(r'\(pid (\d+)\)', ''.join(self.output))]
 
     def stop(self) -> None:
-        if self._socket is not None:
-            self._socket.close()
+        if self.brain is not None:
+            self.brain.close()
         if self.process is not None and self.process.poll() is None:
             self.process.send_signal(signal.SIGINT)
             try:

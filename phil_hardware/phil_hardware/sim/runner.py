@@ -79,6 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
                         '/phil/sim/joint_states from a separate ROS process')
     parser.add_argument('--joint-state-hz', type=float, default=100.0,
                         help='rate of /phil/sim/joint_states with --ros [Hz]')
+    parser.add_argument('--sched-priority', type=int, default=0, metavar='N',
+                        help='SCHED_FIFO priority of the device loop (0 = normal scheduler; '
+                             'keep it below the bus loop of the hardware node)')
     parser.add_argument('--log-level', default='WARNING', help='Python log level')
     return parser
 
@@ -160,7 +163,8 @@ def run(args: argparse.Namespace, stop: threading.Event, out: TextIO = sys.stdou
             base,
             tmotor=replace(base.tmotor, status_period_s=1.0 / args.status_hz,
                            status_extended_id=args.status_extended_id),
-            dynamixel=replace(base.dynamixel, return_delay_s=args.dxl_return_delay_us * 1e-6))
+            dynamixel=replace(base.dynamixel, return_delay_s=args.dxl_return_delay_us * 1e-6),
+            sched_priority=args.sched_priority)
     except (DescriptionError, ValueError) as error:
         _emit(sys.stderr, f'device_simulator: {error}')
         return 2
