@@ -17,10 +17,8 @@ from phil_description.description_publisher_node import LATCHED  # noqa: E402
 
 def robot_description(domain_id: str, timeout_s: float) -> list[str]:
     """The latched robot_description as a fresh subscriber in ``domain_id`` sees it."""
-    previous = os.environ.get('ROS_DOMAIN_ID')
-    os.environ['ROS_DOMAIN_ID'] = domain_id
     context = rclpy.Context()
-    rclpy.init(context=context)
+    rclpy.init(context=context, domain_id=int(domain_id))
     try:
         probe = rclpy.create_node('launcher_probe', context=context)
         received = []
@@ -36,10 +34,6 @@ def robot_description(domain_id: str, timeout_s: float) -> list[str]:
         return received
     finally:
         rclpy.try_shutdown(context=context)
-        if previous is None:
-            os.environ.pop('ROS_DOMAIN_ID', None)
-        else:
-            os.environ['ROS_DOMAIN_ID'] = previous
 
 
 def test_launcher_runs_the_graph_and_stops_on_ctrl_c(tmp_path):

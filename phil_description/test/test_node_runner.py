@@ -82,10 +82,8 @@ def test_graph_shutdown_ends_busy_multithreaded_nodes_with_code_0(domain_env):
     try:
         for process in processes:
             _wait_for_line(process, 'ready', READY_TIMEOUT_S)
-        previous_domain = os.environ.get('ROS_DOMAIN_ID')
-        os.environ['ROS_DOMAIN_ID'] = domain_env['ROS_DOMAIN_ID']
         context = rclpy.Context()
-        rclpy.init(context=context)
+        rclpy.init(context=context, domain_id=int(domain_env['ROS_DOMAIN_ID']))
         try:
             node = rclpy.create_node('shutdown_sender', context=context)
             publisher = node.create_publisher(Empty, GRAPH_SHUTDOWN_TOPIC, GRAPH_SHUTDOWN_QOS)
@@ -97,10 +95,6 @@ def test_graph_shutdown_ends_busy_multithreaded_nodes_with_code_0(domain_env):
             node.destroy_node()
         finally:
             rclpy.try_shutdown(context=context)
-            if previous_domain is None:
-                os.environ.pop('ROS_DOMAIN_ID', None)
-            else:
-                os.environ['ROS_DOMAIN_ID'] = previous_domain
     finally:
         for process in processes:
             if process.poll() is None:

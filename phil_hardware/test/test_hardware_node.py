@@ -259,18 +259,12 @@ def faults(status: HardwareStatus) -> list[tuple[int, str]]:
 
 @pytest.fixture(scope='module')
 def context():
-    previous = os.environ.get('ROS_DOMAIN_ID')
-    os.environ['ROS_DOMAIN_ID'] = str(random.randint(1, 100))
     ctx = rclpy.Context()
-    rclpy.init(context=ctx)
+    rclpy.init(context=ctx, domain_id=random.randint(1, 100))
     try:
         yield ctx
     finally:
         rclpy.try_shutdown(context=ctx)
-        if previous is None:
-            os.environ.pop('ROS_DOMAIN_ID', None)
-        else:
-            os.environ['ROS_DOMAIN_ID'] = previous
 
 
 @pytest.fixture(scope='module')
