@@ -5,7 +5,8 @@ Actions (phil_msgs): ``~/play`` (Play), ``~/hit`` (Hit). Services: ``~/pause``, 
 effect), the motion follows. Publishes ``trajectory_generator/chunks`` (TrajectoryChunk, 13
 joints, absolute start stamps; the trajectory_generator validates and forwards them) and
 ``phil/hits`` (HitEvent, SOURCE_COMMANDED, once each hit's instant has passed); subscribes
-``trajectory_generator/commanded_state`` (the start pose; a play starts no earlier than its stamp).
+``trajectory_generator/commanded_state`` (the start pose; a play starts no earlier than its stamp)
+and ``trajectory_generator/rejected_chunks`` (a refused chunk aborts the running goal).
 
 Play goals: ``score`` is a play-list id or a score path; ``speed`` 0 means 1.0, else 0.5..2.0;
 ``resume`` plays from ``start_bar`` (default: the saved resume point) without audio, as upstream
@@ -38,6 +39,7 @@ from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
+from std_msgs.msg import String
 
 from phil_control import play_conversions as convert
 from phil_control.audio import AudioPlayer, TrackFinder, make_audio_player
@@ -140,6 +142,8 @@ class ScorePlayer(Node):
             LATCHED,
             callback_group=io_group,
         )
+        self.create_subscription(String, 'trajectory_generator/rejected_chunks',
+                                 self._on_rejected, 10, callback_group=io_group)
         self.create_service(Trigger, '~/pause', self._on_pause, callback_group=io_group)
         self.create_service(Trigger, '~/stop', self._on_stop, callback_group=io_group)
         self.create_service(SetSpeed, '~/speed', self._on_speed, callback_group=io_group)
@@ -391,6 +395,23 @@ class ScorePlayer(Node):
                     self._publish(self.session.set_speed(speed, self._now_s()))
             response.speed = self.session.speed if goal is not None else 1.0
         return response
+
+    def _on_rejected(self, msg: String) -> None:
+        """The trajectory generator refused one of our chunks: nothing after it joins what
+        the robot does, so the goal ends here (the robot holds where the accepted motion
+        ends) instead of playing on unheard."""
+        with self._lock:
+            goal, self._goal = self._goal, None
+            if goal is None:
+                return
+            reason = f'the trajectory generator refused {msg.data}; the robot holds where ' \
+                     'the accepted motion ends'
+            self.get_logger().error(f'{goal.kind} aborted: {reason}')
+            self.audio.stop()
+            self.session.discard()
+            result_type = Play.Result if goal.kind == 'play' else Hit.Result
+            goal.outcome = ('abort', result_type(success=False, reason=reason))
+            goal.done.set()
 
     def _on_state(self, msg: JointState) -> None:
         with self._lock:

@@ -5,7 +5,9 @@ Topics: publishes ``hardware/trajectory_chunks`` (TrajectoryChunk, each publishe
 ``publish_lead_s`` before its start stamp) and ``~/commanded_state`` (sensor_msgs/JointState,
 transient local: positions at the end of the queued motion, stamped with the time they are
 reached); subscribes ``~/chunks`` (TrajectoryChunk from the score player: validated, forwarded,
-queued) and ``joint_states`` (the initial state, see below).
+queued; a refused one is named on ``~/rejected_chunks``, std_msgs/String ``chunk <sequence>:
+<reason>``, so the score player can end its play) and ``joint_states`` (the initial state, see
+below).
 Service: ``~/halt`` (phil_msgs/Trigger): drop queued motion and stop smoothly from the commanded
 sample ``publish_lead_s`` from now (one ``replace`` chunk); aborts every goal still moving.
 
@@ -54,6 +56,7 @@ from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
+from std_msgs.msg import String
 
 from phil_control import ros_conversions as convert
 from phil_control import trajectory_log
@@ -156,6 +159,7 @@ class TrajectoryGenerator(Node):
             None if self.config.stamp_clock == 'monotonic' else self._clock_ns,
         )
         self._state_pub = self.create_publisher(JointState, '~/commanded_state', LATCHED)
+        self._rejected_pub = self.create_publisher(String, '~/rejected_chunks', 10)
         self.create_subscription(
             TrajectoryChunk, '~/chunks', self._on_chunk, CHUNKS_QOS, callback_group=io_group
         )
@@ -368,6 +372,7 @@ class TrajectoryGenerator(Node):
                 self._publish_state()
         if problem is not None:
             self.get_logger().warning(f'chunk {msg.sequence} from ~/chunks rejected: {problem}')
+            self._rejected_pub.publish(String(data=f'chunk {msg.sequence}: {problem}'))
 
     def _on_joint_states(self, msg: JointState) -> None:
         with self._lock:

@@ -24,6 +24,7 @@ from rclpy.action import ActionClient  # noqa: E402
 from rclpy.executors import MultiThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
+from std_msgs.msg import String  # noqa: E402
 
 from phil_control.core.play.timing import sample_hermite  # noqa: E402
 from phil_control.core.play.transfer import TRANSFER_DURATION_S  # noqa: E402
@@ -153,6 +154,8 @@ class Harness:
         self.probe.create_subscription(HitEvent, '/phil/hits', self.hits.append, 100)
         self.state = self.probe.create_publisher(
             JointState, '/trajectory_generator/commanded_state', LATCHED)
+        self.rejected = self.probe.create_publisher(
+            String, '/trajectory_generator/rejected_chunks', 10)
         self.actions = {name: ActionClient(self.probe, kind, f'/score_player/{name}')
                         for name, kind in (('play', Play), ('hit', Hit))}
         self.services = {
@@ -315,6 +318,23 @@ def test_play_publishes_chunks_hits_feedback_and_result(harness, scores, tmp_pat
         ('start_at', pytest.approx(score_zero_ns / NS, abs=1e-6)),
     ]
     assert ('stop',) not in h.audio.calls  # a play that ends normally leaves its track alone
+
+
+def test_a_refused_chunk_ends_the_play_with_the_reason_and_nothing_more_moves(harness):
+    h = harness()
+    handle = h.send('play', score='long')
+    assert h.spin_until(lambda: len(h.hits) >= 2)
+    h.rejected.publish(String(data='chunk 7: starts in the past'))
+    future = handle.get_result_async()
+    assert h.spin_until(future.done)
+    response = future.result()
+    assert response.status == GoalStatus.STATUS_ABORTED
+    assert 'refused chunk 7: starts in the past' in response.result.reason
+    sent = len(h.chunks)
+    h.spin_until(lambda: False, 0.5)
+    assert len(h.chunks) == sent                      # no DRUM END that could not join
+    assert h.audio.calls[-1] == ('stop',)
+    assert h.result(h.send('play', score='tiny')).result.success   # the node plays on
 
 
 def test_pause_saves_the_bar_and_resume_starts_there(harness):

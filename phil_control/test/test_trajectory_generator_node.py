@@ -17,6 +17,7 @@ from rclpy.action import ActionClient  # noqa: E402
 from rclpy.executors import MultiThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
+from std_msgs.msg import String  # noqa: E402
 
 from phil_control import ros_conversions as convert  # noqa: E402
 from phil_control.core.motion import (  # noqa: E402
@@ -129,8 +130,12 @@ class Harness:
         self.chunks: list[TrajectoryChunk] = []
         self.states: list[JointState] = []
         self.feedback: list = []
+        self.rejected: list[String] = []
         self.probe.create_subscription(
             TrajectoryChunk, '/hardware/trajectory_chunks', self.chunks.append, CHUNKS_QOS
+        )
+        self.probe.create_subscription(
+            String, '/trajectory_generator/rejected_chunks', self.rejected.append, 10
         )
         self.probe.create_subscription(
             JointState, '/trajectory_generator/commanded_state', self.states.append, LATCHED
@@ -368,8 +373,9 @@ def test_joint_states_set_the_start_and_score_chunks_are_forwarded(harness):
     jump.trajectory.points[0].positions[NAMES.index('head_yaw')] += 0.05
     count, states = len(h.chunks), len(h.states)
     h.score.publish(jump)
-    h.spin_for(0.3)
+    assert h.spin_until(lambda: h.rejected)
     assert len(h.chunks) == count and len(h.states) == states
+    assert h.rejected[-1].data.startswith(f'chunk {jump.sequence}: discontinuous: head_yaw')
 
 
 def test_halt_service_aborts_the_goal_and_sends_one_replace_chunk(harness):

@@ -228,6 +228,12 @@ class PlaySession:
             return play.finish_at(now_s + self.margin_s, replace=True)
         return play.finish_from_last(replace=True)
 
+    def discard(self) -> None:
+        """Forget the current play or HIT without any more motion (its chunks were refused
+        downstream, so nothing generated from here would join what the robot does)."""
+        self._play = None
+        self.resume_point = None
+
     # ------------------------------------------------------------------------------ queries
     @property
     def aborted(self) -> PlayAborted | None:
