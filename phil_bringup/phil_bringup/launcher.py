@@ -29,6 +29,7 @@ from typing import IO
 from phil_bringup.core.node_set import NodeSpec, nodes_for
 
 STOP_TIMEOUT_S = 15.0
+SIGINT_REPEAT_S = 5.0  # longer than any node needs to shut down cleanly
 QUIT_TIMEOUT_S = 60.0  # QUIT drives to the shutdown pose first
 SIMULATOR_READY_TIMEOUT_S = 30.0
 SIMULATOR_READY_LINE = 'device simulator ready'
@@ -89,6 +90,8 @@ class Running:
     spec: NodeSpec
     process: subprocess.Popen
     ready: threading.Event = field(default_factory=threading.Event)
+    last_line: str = ''
+    pump: threading.Thread | None = None
 
 
 class Launcher:
@@ -114,7 +117,8 @@ class Launcher:
                                        preexec_fn=_stop_with_the_launcher)
             running = Running(spec, process)
             log = (self._log_dir / f'{spec.name}.log').open('w') if self._log_dir else None
-            threading.Thread(target=self._pump, args=(running, log), daemon=True).start()
+            running.pump = threading.Thread(target=self._pump, args=(running, log), daemon=True)
+            running.pump.start()
             self._running.append(running)
             print(f'[phil] started {spec.package}/{spec.executable} as {spec.name} '
                   f'(pid {process.pid})', flush=True)
@@ -127,6 +131,8 @@ class Launcher:
         """Copy a process's output to its log (or the console), watching for readiness."""
         prefix = f'[{running.spec.name}] '
         for line in running.process.stdout:
+            if line.strip():
+                running.last_line = line.strip()
             if SIMULATOR_READY_LINE in line or running.spec.ros_node:
                 running.ready.set()
             if log is not None:
@@ -169,21 +175,36 @@ class Launcher:
         return 0
 
     def stop(self) -> int:
-        """SIGINT every process (reverse start order), then escalate after a timeout."""
+        """SIGINT every process (reverse start order), repeated every few seconds (a process
+        still importing can lose the first one), then SIGKILL after a timeout."""
         self._stopping = True
-        for running in reversed(self._running):
-            if running.process.poll() is None:
-                running.process.send_signal(signal.SIGINT)
         deadline = time.monotonic() + STOP_TIMEOUT_S
+        while True:
+            alive = [r for r in reversed(self._running) if r.process.poll() is None]
+            for running in alive:
+                running.process.send_signal(signal.SIGINT)
+            pause_until = min(deadline, time.monotonic() + SIGINT_REPEAT_S)
+            while time.monotonic() < pause_until and any(r.process.poll() is None
+                                                          for r in alive):
+                time.sleep(0.05)
+            if not alive or time.monotonic() >= deadline:
+                break
         worst = 0
         for running in self._running:
             try:
-                code = running.process.wait(timeout=max(0.1, deadline - time.monotonic()))
+                code = running.process.wait(timeout=0.1)
             except subprocess.TimeoutExpired:
                 print(f'[phil] {running.spec.name} did not stop; killing it', file=sys.stderr)
                 os.killpg(running.process.pid, signal.SIGKILL)
                 code = running.process.wait()
-            if code not in (0, -signal.SIGINT):
+            # Python ends with a bare 'KeyboardInterrupt' line (code 1) when Ctrl-C comes while
+            # the interpreter is still starting: stopped, not failed.
+            if running.pump is not None:
+                running.pump.join(1.0)  # its last line
+            interrupted = running.last_line == 'KeyboardInterrupt'
+            if code not in (0, -signal.SIGINT) and not interrupted:
+                print(f'[phil] {running.spec.name} exited with code {code}', file=sys.stderr,
+                      flush=True)
                 worst = worst or code
         return worst
 

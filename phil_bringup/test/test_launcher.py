@@ -2,6 +2,7 @@
 Ctrl-C (its own ROS domain, buses and TCP port, so nothing else on the machine interferes)."""
 
 import os
+import re
 import time
 
 import pytest
@@ -73,3 +74,21 @@ def _exists(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+@pytest.mark.parametrize('delay_s', [0.0, 0.5, 1.5])
+def test_ctrl_c_while_the_nodes_start_stops_everything_cleanly(tmp_path, delay_s):
+    """Ctrl-C as soon as every process is started (nodes still in their constructors)."""
+    graph = RunningGraph(tmp_path).launch()
+    try:
+        assert graph.wait_for_output('[phil] ready', 60.0), graph.text()
+        time.sleep(delay_s)
+        assert graph.interrupt(45.0) == 0, graph.text()
+    finally:
+        graph.stop()
+    for log in graph.log_dir.glob('*.log'):
+        # A KeyboardInterrupt traceback from a process still importing is Python's way of
+        # stopping; any other exception is a shutdown bug.
+        text = log.read_text()
+        errors = re.findall(r'^\w*(?:Error|Exception|InvalidHandle)\b.*$', text, re.M)
+        assert errors == [], f'{log.name}:\n{text[-2000:]}'

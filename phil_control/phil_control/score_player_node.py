@@ -179,9 +179,11 @@ class ScorePlayer(Node):
         self.audio.stop()
 
     def destroy_node(self) -> None:
-        """``close_goals``, close the hit log, then destroy the node."""
-        self.close_goals()
-        if self._hit_log is not None:
+        """``close_goals``, close the hit log, then destroy the node (also one that Ctrl-C
+        interrupted in ``__init__``)."""
+        if hasattr(self, '_closing'):  # the last attribute close_goals needs
+            self.close_goals()
+        if getattr(self, '_hit_log', None) is not None:
             self._hit_log.close()
         super().destroy_node()
 

@@ -122,8 +122,10 @@ class TcpBridge(Node):
         self._server.stop()
 
     def destroy_node(self) -> None:
-        self._server.stop()
-        if self._log is not None:
+        # Also runs on a node Ctrl-C interrupted in __init__ (rclpy's shutdown destroys it).
+        if hasattr(self, '_server'):
+            self._server.stop()
+        if getattr(self, '_log', None) is not None:
             self._log.close()
         super().destroy_node()
 

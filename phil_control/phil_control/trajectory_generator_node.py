@@ -204,8 +204,10 @@ class TrajectoryGenerator(Node):
             goal.finished.wait(timeout_s)
 
     def destroy_node(self) -> None:
-        """``close_goals``, then destroy the node."""
-        self.close_goals()
+        """``close_goals``, then destroy the node (also one that Ctrl-C interrupted in
+        ``__init__``)."""
+        if hasattr(self, '_goals'):
+            self.close_goals()
         super().destroy_node()
 
     def _read_config(self) -> GeneratorConfig:

@@ -64,6 +64,12 @@ def run_node(make_node: Callable[[], Node], args: list[str] | None = None,
         spin_until(executor, node, requested)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    except Exception:
+        # Ctrl-C shuts the context down from rclpy's signal handler; whatever was using it at
+        # that moment (a node being built, a wait set) fails with RCLError. Only then is it a
+        # normal stop.
+        if rclpy.ok():
+            raise
     finally:
         if node is not None:
             node.destroy_node()

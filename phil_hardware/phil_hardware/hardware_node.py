@@ -355,9 +355,13 @@ class HardwareNode(LifecycleNode):
         self._stop_client()
 
     def destroy_node(self) -> None:
-        self._stop_publishing.set()
-        self._joint_state_thread.join(2.0)
-        self._stop_client()
+        # Also runs on a node Ctrl-C interrupted in __init__ (rclpy's shutdown destroys it).
+        stop = getattr(self, '_stop_publishing', None)
+        if stop is not None:
+            stop.set()
+            self._joint_state_thread.join(2.0)
+        if hasattr(self, '_lock'):  # the last attribute _stop_client needs
+            self._stop_client()
         super().destroy_node()
 
     # ------------------------------------------------------------------ commands

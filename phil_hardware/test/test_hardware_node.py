@@ -109,17 +109,6 @@ def command(simulator: Simulator, text: str) -> None:
     assert reply == f'ok {text}', reply
 
 
-def prioritize(pid: int) -> None:
-    """Renice every thread of ``pid`` (Linux nice values are per thread).
-
-    The simulator stands in for motors that do not share our two CPUs with other test runs;
-    its stalls would latch FEEDBACK_TIMEOUT or time out an SDO. Needs root; best effort.
-    """
-    for task in os.listdir(f'/proc/{pid}/task'):
-        with contextlib.suppress(OSError):
-            os.setpriority(os.PRIO_PROCESS, int(task), SIMULATOR_NICE)
-
-
 class Harness:
     """The node under test, a probe node and the executor spinning both in a thread."""
 
@@ -271,9 +260,11 @@ def context():
 def simulator(tmp_path_factory):
     base = unique_group_base()
     link = tmp_path_factory.mktemp('hardware_node') / 'ttyDXL'
-    process = Simulator('--can-channel-base', base, '--dxl-port', str(link), '--control-stdin')
+    # The simulator stands in for motors that do not share our two CPUs with other test runs;
+    # its stalls would latch FEEDBACK_TIMEOUT or time out an SDO (renicing needs root).
+    process = Simulator('--can-channel-base', base, '--dxl-port', str(link), '--control-stdin',
+                        '--nice', str(SIMULATOR_NICE))
     try:
-        prioritize(process.process.pid)
         process.wait_for(READY_LINE, START_TIMEOUT_S)
         yield process, base, str(link)
     finally:

@@ -8,6 +8,7 @@ fault through the simulator's stdin, and stops it with SIGINT.
 from __future__ import annotations
 
 import ipaddress
+import os
 import queue
 import signal
 import subprocess
@@ -152,6 +153,21 @@ def test_simulator_process_serves_can_and_dynamixel_and_stops_on_sigint(tmp_path
     finally:
         for bus in buses.values():
             bus.shutdown()
+        simulator.kill()
+
+
+def test_niceness_reaches_the_device_loop_thread():
+    simulator = Simulator('--can-channel-base', unique_group_base(), '--no-dxl', '--nice', '5')
+    try:
+        simulator.wait_for(READY_LINE, START_TIMEOUT_S)
+        pid = simulator.process.pid
+        nice = {}
+        for task in os.listdir(f'/proc/{pid}/task'):
+            with open(f'/proc/{pid}/task/{task}/stat') as stat:
+                nice[int(task)] = int(stat.read().rsplit(')', 1)[1].split()[16])  # man 5 proc
+        # Linux niceness is per thread: the main thread and the device loop it starts later.
+        assert nice[pid] == 5 and sum(value == 5 for value in nice.values()) >= 2, nice
+    finally:
         simulator.kill()
 
 

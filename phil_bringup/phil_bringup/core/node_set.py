@@ -37,8 +37,10 @@ class NodeSpec:
 
 #: Start order: the simulated devices first (the hardware node discovers them at start-up).
 NODE_SET: tuple[NodeSpec, ...] = (
+    # Real devices never wait for a busy host: the simulator runs ahead of the ROS nodes
+    # (below the bus loop's SCHED_FIFO), so its replies stay punctual on two shared cores.
     NodeSpec('phil_hardware', 'device_simulator', 'device_simulator', sim_only=True,
-             ros_node=False),
+             ros_node=False, arguments=('--nice', '-10')),
     NodeSpec('phil_description', 'description_publisher', 'description_publisher',
              parameter_file='description.yaml'),
     NodeSpec('phil_hardware', 'hardware', 'hardware', parameter_file='hardware.yaml',

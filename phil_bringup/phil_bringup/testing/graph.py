@@ -50,13 +50,8 @@ class RunningGraph:
         self.brain: BrainConnection | None = None
 
     def start(self) -> RunningGraph:
-        self.process = subprocess.Popen(
-            [sys.executable, '-m', 'phil_bringup.launcher', '--log-dir', str(self.log_dir),
-             '--tcp-port', str(self.tcp_port), '--sim-channel-base', self.channel_base,
-             '--sim-dxl-port', self.dxl_port],
-            env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-            start_new_session=True, preexec_fn=_like_a_background_job)
-        threading.Thread(target=self._collect, daemon=True).start()
+        """Launch and wait until the robot answers GET_STATUS over TCP."""
+        self.launch()
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -68,6 +63,26 @@ class RunningGraph:
             except OSError:
                 time.sleep(0.5)
         raise RuntimeError('the graph did not answer GET_STATUS in time:\n' + self.text())
+
+    def launch(self) -> RunningGraph:
+        """Start the launcher; returns at once."""
+        self.process = subprocess.Popen(
+            [sys.executable, '-m', 'phil_bringup.launcher', '--log-dir', str(self.log_dir),
+             '--tcp-port', str(self.tcp_port), '--sim-channel-base', self.channel_base,
+             '--sim-dxl-port', self.dxl_port],
+            env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            start_new_session=True, preexec_fn=_like_a_background_job)
+        threading.Thread(target=self._collect, daemon=True).start()
+        return self
+
+    def wait_for_output(self, text: str, timeout_s: float) -> bool:
+        """Wait until the launcher printed ``text``."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if any(text in line for line in self.output):
+                return True
+            time.sleep(0.05)
+        return False
 
     def _collect(self) -> None:
         for text in self.process.stdout:

@@ -25,9 +25,6 @@ class SimConfig:
         history_capacity: History samples kept (ring buffer).
         impact_batch_s: Physics samples are handed to the impact detector in batches this long.
         seed: Seed of the fault garbage generators.
-        sched_priority: SCHED_FIFO priority of the device loop thread (0 = normal scheduler).
-            Real devices never wait for a busy host; on a machine that also runs the
-            controller, a real-time loop thread keeps the simulated devices as punctual.
     """
 
     tmotor: TMotorDeviceConfig = field(default_factory=TMotorDeviceConfig)
@@ -40,7 +37,6 @@ class SimConfig:
     history_capacity: int = 120_000
     impact_batch_s: float = 0.02
     seed: int = 0
-    sched_priority: int = 0
 
     def __post_init__(self) -> None:
         """Validate once.
@@ -51,7 +47,5 @@ class SimConfig:
         for name in ('loop_period_s', 'max_step_s', 'impact_batch_s'):
             if not getattr(self, name) > 0:
                 raise ValueError(f'SimConfig.{name} must be > 0')
-        if not 0 <= self.sched_priority <= 99:
-            raise ValueError(f'SimConfig.sched_priority must be 0..99, got {self.sched_priority}')
         if self.history_period_s < 0 or self.history_capacity < 1:
             raise ValueError('SimConfig.history_period_s must be >= 0, history_capacity >= 1')

@@ -27,7 +27,6 @@ import numpy as np
 from phil_description.core import RobotModel
 from phil_description.core.hardware import DynamixelParams, Epos4Params, TMotorParams
 from phil_hardware.core.codecs import CanFrame
-from phil_hardware.core.realtime import set_fifo_priority
 from phil_hardware.core.transport import CanTransport
 from phil_hardware.sim.clock import Clock, MonotonicClock
 from phil_hardware.sim.config import SimConfig
@@ -351,10 +350,6 @@ class SimulatedRobot:
         return fds if all(fd >= 0 for fd in fds.values()) else {}
 
     def _run(self) -> None:
-        if self.config.sched_priority > 0:
-            refused = set_fifo_priority(self.config.sched_priority)
-            if refused is not None:
-                _LOG.warning('device loop: %s', refused)
         self._fds = self._descriptors()
         selectable = list(self._fds.values())
         period = self.config.loop_period_s

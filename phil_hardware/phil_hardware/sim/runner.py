@@ -16,6 +16,7 @@ import argparse
 import ipaddress
 import json
 import logging
+import os
 import signal
 import sys
 import threading
@@ -79,9 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
                         '/phil/sim/joint_states from a separate ROS process')
     parser.add_argument('--joint-state-hz', type=float, default=100.0,
                         help='rate of /phil/sim/joint_states with --ros [Hz]')
-    parser.add_argument('--sched-priority', type=int, default=0, metavar='N',
-                        help='SCHED_FIFO priority of the device loop (0 = normal scheduler; '
-                             'keep it below the bus loop of the hardware node)')
+    parser.add_argument('--nice', type=int, default=0, metavar='N',
+                        help='niceness of the simulator (e.g. -10: the devices keep up while '
+                             'the ROS nodes load the machine; negative needs privileges)')
     parser.add_argument('--log-level', default='WARNING', help='Python log level')
     return parser
 
@@ -163,8 +164,7 @@ def run(args: argparse.Namespace, stop: threading.Event, out: TextIO = sys.stdou
             base,
             tmotor=replace(base.tmotor, status_period_s=1.0 / args.status_hz,
                            status_extended_id=args.status_extended_id),
-            dynamixel=replace(base.dynamixel, return_delay_s=args.dxl_return_delay_us * 1e-6),
-            sched_priority=args.sched_priority)
+            dynamixel=replace(base.dynamixel, return_delay_s=args.dxl_return_delay_us * 1e-6))
     except (DescriptionError, ValueError) as error:
         _emit(sys.stderr, f'device_simulator: {error}')
         return 2
@@ -213,6 +213,12 @@ def run(args: argparse.Namespace, stop: threading.Event, out: TextIO = sys.stdou
             robot.add_impact_listener(lambda impact: bridge.publish_impact(
                 impact, _impact_record(impact)['wall_time_s']))
             bridge.sample_joint_states(robot, args.joint_state_hz, stop)
+        if args.nice:
+            try:  # before robot.start(): its loop thread inherits the niceness
+                os.setpriority(os.PRIO_PROCESS, 0, args.nice)
+            except OSError as error:
+                _emit(sys.stderr, f'device_simulator: niceness {args.nice} refused ({error}); '
+                                  'running at normal priority')
         robot.start()
         stack.callback(robot.stop)
         if args.control_stdin:
