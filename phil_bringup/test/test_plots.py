@@ -39,7 +39,7 @@ from phil_control.tcp.handler import CommandLogEntry
 from phil_control.tcp_bridge_node import CommandCsvLog
 from phil_control.trajectory_log import LoggingPublisher, TrajectoryCsvLog, logging_publisher
 from phil_description.core import default_robot_model
-from phil_hardware.hardware_node import MotorCsvLog, TickCsvLog
+from phil_hardware.csv_logs import MotorCsvLog, TickCsvLog
 from phil_hardware.sim.impacts import Impact, Limb
 
 NAMES = default_robot_model().joint_names

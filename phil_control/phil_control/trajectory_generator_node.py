@@ -163,11 +163,13 @@ class TrajectoryGenerator(Node):
         self.create_subscription(
             TrajectoryChunk, '~/chunks', self._on_chunk, CHUNKS_QOS, callback_group=io_group
         )
-        # Measured joints only seed the initial state; the subscription goes once something was
-        # commanded (200 Hz of JointState would cost the node a good part of a core).
-        self._joint_states_sub = None if initial else self.create_subscription(
-            JointState, 'joint_states', self._on_joint_states, 10, callback_group=io_group
-        )
+        # Measured joints only seed the initial state (ignored once something was commanded).
+        # The subscription stays: destroying it from a callback races the executor's wait set
+        # in another thread (InvalidHandle).
+        if not initial:
+            self.create_subscription(
+                JointState, 'joint_states', self._on_joint_states, 10, callback_group=io_group
+            )
         self.create_service(Trigger, '~/halt', self._on_halt, callback_group=io_group)
         self._servers = [
             ActionServer(
@@ -278,9 +280,6 @@ class TrajectoryGenerator(Node):
         goal.done.set()
 
     def _on_tick(self) -> None:
-        if self._joint_states_sub is not None and self._planner.has_commanded:
-            self.destroy_subscription(self._joint_states_sub)
-            self._joint_states_sub = None
         with self._lock:
             now = self._now_s()
             cancelled = [

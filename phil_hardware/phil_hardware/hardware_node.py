@@ -37,8 +37,6 @@ and the rate fell below 100 Hz as soon as the process was busy (~16 % and steady
 
 from __future__ import annotations
 
-import csv
-import math
 import threading
 import time
 from concurrent import futures
@@ -61,6 +59,7 @@ from phil_hardware.core.bus_controller import (
 )
 from phil_hardware.core.realtime import RealtimeConfig
 from phil_hardware.core.safety import SafetyConfig
+from phil_hardware.csv_logs import MotorCsvLog, TickCsvLog
 from phil_hardware.rt import BusLoopClient, BusLoopConfig, BusLoopError
 from phil_msgs.msg import Fault, HardwareStatus, MotorStates
 from phil_msgs.msg import TrajectoryChunk as ChunkMsg
@@ -69,6 +68,7 @@ from phil_msgs.srv import Trigger
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                      reliability=ReliabilityPolicy.RELIABLE)
 TRANSITION_TIMEOUT_S = 30.0
+LOOP_CHECK_PERIOD_S = 0.2
 RESET_TIMEOUT_S = 5.0
 PRIMARY_STATES = ('unconfigured', 'inactive', 'active', 'finalized')
 PARAMETERS = {
@@ -82,70 +82,6 @@ _DEFAULT_TIMING = SequenceTiming()
 TIMING_PARAMETERS = ('sdo_timeout_s', 'dxl_reply_timeout_s', 'enable_timeout_s',
                      'feedback_wait_s')
 PARAMETERS.update({name: getattr(_DEFAULT_TIMING, name) for name in TIMING_PARAMETERS})
-
-
-class MotorCsvLog:
-    """`motors.csv` like upstream's: one row per motor per state sample."""
-
-    HEADER = ['t', 'id', 'mode', 'desired', 'actual', 'err', 'current_or_torque',
-              'desired_velocity']
-
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = path.open('w', newline='')
-        self._writer = csv.writer(self._file)
-        self._writer.writerow(self.HEADER)
-        self._last_time = -math.inf
-
-    def write(self, snapshot, start_s: float) -> None:
-        if snapshot.time_s <= self._last_time:
-            return
-        self._last_time = snapshot.time_s
-        t = f'{snapshot.time_s - start_s:.4f}'
-        for index in range(len(snapshot.joint_names)):
-            desired, actual = snapshot.targets_rad[index], snapshot.positions_rad[index]
-            load = snapshot.torques_mnm[index]
-            if not math.isfinite(load):
-                load = snapshot.currents_a[index]
-            self._writer.writerow([t, index, snapshot.modes[index], f'{desired:.4f}',
-                                   f'{actual:.4f}', f'{desired - actual:.4f}', f'{load:.4f}',
-                                   f'{snapshot.target_velocities_rad_s[index]:.4f}'])
-
-    def close(self) -> None:
-        self._file.close()
-
-
-class TickCsvLog:
-    """`ticks.csv`: the bus loop's tick-lateness window statistics about once a second (t =
-    robot monotonic seconds; lateness in s; overruns and missed_ticks are running totals)."""
-
-    HEADER = ['t', 'tick_p50_s', 'tick_p99_s', 'tick_max_s', 'overruns', 'missed_ticks']
-
-    def __init__(self, path: Path, period_s: float = 1.0) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = path.open('w', newline='')
-        self._writer = csv.writer(self._file)
-        self._writer.writerow(self.HEADER)
-        self._file.flush()
-        self._period_s = period_s
-        self._next_s = -math.inf
-        self._lock = threading.Lock()
-
-    def write(self, snapshot) -> None:
-        if snapshot.time_s < self._next_s:
-            return
-        with self._lock:
-            if self._file.closed:
-                return
-            self._next_s = snapshot.time_s + self._period_s
-            self._writer.writerow([f'{snapshot.time_s:.4f}', f'{snapshot.tick_p50_s:.9f}',
-                                   f'{snapshot.tick_p99_s:.9f}', f'{snapshot.tick_max_s:.9f}',
-                                   snapshot.overruns, snapshot.missed_ticks])
-            self._file.flush()
-
-    def close(self) -> None:
-        with self._lock:
-            self._file.close()
 
 
 class HardwareNode(LifecycleNode):
@@ -234,7 +170,7 @@ class HardwareNode(LifecycleNode):
 
     def _run_transition(self, name: str, future_of, next_state: str) -> TransitionCallbackReturn:
         try:
-            result = future_of().result(timeout=TRANSITION_TIMEOUT_S)
+            result = self._wait_for_loop(future_of())
         except (BusLoopError, futures.TimeoutError) as error:  # not the builtin before 3.11
             result = None
             reason = f'{name} failed: {error}'
@@ -272,6 +208,19 @@ class HardwareNode(LifecycleNode):
             f'{motors[name].device_id} on {motors[name].bus}) not found at configure; check '
             'power, wiring and the id, or list the joint in allow_missing'))
             for name in self._missing]
+
+    def _wait_for_loop(self, future):
+        """The bus loop's answer; fails at once when the loop process is gone (a dead loop
+        never answers, and its pipe may stay open)."""
+        deadline = time.monotonic() + TRANSITION_TIMEOUT_S
+        while True:
+            try:
+                return future.result(timeout=LOOP_CHECK_PERIOD_S)
+            except futures.TimeoutError:
+                if not self._loop_alive():
+                    raise BusLoopError('the bus loop process is gone') from None
+                if time.monotonic() > deadline:
+                    raise
 
     def on_configure(self, state) -> TransitionCallbackReturn:
         try:

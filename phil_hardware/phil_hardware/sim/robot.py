@@ -27,6 +27,7 @@ import numpy as np
 from phil_description.core import RobotModel
 from phil_description.core.hardware import DynamixelParams, Epos4Params, TMotorParams
 from phil_hardware.core.codecs import CanFrame
+from phil_hardware.core.codecs.cia301 import SYNC_COB_ID
 from phil_hardware.core.transport import CanTransport
 from phil_hardware.sim.clock import Clock, MonotonicClock
 from phil_hardware.sim.config import SimConfig
@@ -39,10 +40,13 @@ from phil_hardware.sim.impacts import Impact, ImpactDetector
 from phil_hardware.sim.tmotor_device import TMotorDevice
 
 _LOG = logging.getLogger(__name__)
-# Frames taken from one bus per loop iteration. Small on purpose: when the input outruns the
-# simulator (a 1 kHz controller, a loaded machine), the rest waits in the socket (or is dropped
-# there) instead of holding back every device's periodic sends and the Dynamixel line.
-_MAX_FRAMES_PER_STEP = 64
+# Frames taken from one bus per loop iteration, bounded so a flood cannot hold back every
+# device's periodic sends and the Dynamixel line. A simulator that fell behind (a loaded
+# machine) answers only the newest SYNC of what it took: a drive late for its SYNC has nothing
+# useful to say about the old ones, and answering each would keep it behind, acting on targets
+# tens of milliseconds old.
+_MAX_FRAMES_PER_STEP = 256
+_SYNC = CanFrame(SYNC_COB_ID, b'')
 
 
 class SerialLine(Protocol):
@@ -134,6 +138,7 @@ class SimulatedRobot:
         self._fds: dict[str, int] = {}
         self._truth_sources = [(d.joint.index, d.motor, d.axis) for d in self.devices.values()]
         self.frames_received = 0
+        self.syncs_skipped = 0  # stale SYNCs not answered (see _MAX_FRAMES_PER_STEP)
         self.send_errors = 0
         self.loop_errors = 0
         self._record(self._time_s)
@@ -252,7 +257,12 @@ class SimulatedRobot:
             devices = self._on_bus[name]
             received.clear()
             self.frames_received += transport.drain(received, _MAX_FRAMES_PER_STEP)
-            for frame in received:
+            last_sync = max((i for i, frame in enumerate(received) if frame == _SYNC),
+                            default=-1)
+            for index, frame in enumerate(received):
+                if frame == _SYNC and index != last_sync:
+                    self.syncs_skipped += 1
+                    continue
                 for device in devices:
                     self._send(transport, device.handle(frame, now))
         if self.bank is not None and self._serial is not None:
