@@ -15,6 +15,7 @@ import threading
 from collections.abc import Callable
 
 import rclpy
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -39,7 +40,10 @@ def exit_on_graph_shutdown(node: Node, requested: threading.Event,
             before_exit()
         requested.set()
 
-    node.create_subscription(Empty, GRAPH_SHUTDOWN_TOPIC, shut_down, GRAPH_SHUTDOWN_QOS)
+    # Its own group: a long callback of the node's default group (a lifecycle transition)
+    # must not hold the shutdown back.
+    node.create_subscription(Empty, GRAPH_SHUTDOWN_TOPIC, shut_down, GRAPH_SHUTDOWN_QOS,
+                             callback_group=MutuallyExclusiveCallbackGroup())
 
 
 def spin_until(executor: Executor, node: Node, requested: threading.Event) -> None:

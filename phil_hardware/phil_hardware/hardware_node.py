@@ -443,7 +443,7 @@ class HardwareNode(LifecycleNode):
 
 
 def main(args: list[str] | None = None) -> None:
-    run_node(HardwareNode, args, make_executor=lambda: MultiThreadedExecutor(num_threads=4))
+    run_node(HardwareNode, args, make_executor=lambda: MultiThreadedExecutor(num_threads=6))
 
 
 if __name__ == '__main__':
