@@ -14,13 +14,12 @@ from std_msgs.msg import String  # noqa: E402
 
 from phil_bringup.testing.graph import RunningGraph  # noqa: E402
 from phil_description.description_publisher_node import LATCHED  # noqa: E402
+from phil_description.testing import ros_test_context  # noqa: E402
 
 
 def robot_description(domain_id: str, timeout_s: float) -> list[str]:
     """The latched robot_description as a fresh subscriber in ``domain_id`` sees it."""
-    context = rclpy.Context()
-    rclpy.init(context=context, domain_id=int(domain_id))
-    try:
+    with ros_test_context(int(domain_id)) as context:
         probe = rclpy.create_node('launcher_probe', context=context)
         received = []
         probe.create_subscription(String, 'robot_description',
@@ -33,8 +32,6 @@ def robot_description(domain_id: str, timeout_s: float) -> list[str]:
         executor.shutdown()
         probe.destroy_node()
         return received
-    finally:
-        rclpy.try_shutdown(context=context)
 
 
 def test_launcher_runs_the_graph_and_stops_on_ctrl_c(tmp_path):

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import random
 import shutil
 import struct
 import subprocess
@@ -186,23 +185,19 @@ def test_trajectory_log_maps_stamps_to_the_monotonic_clock_and_blanks_absent_joi
 
 
 def test_trajectory_generator_logs_published_chunks(tmp_path):
-    rclpy = pytest.importorskip('rclpy')
+    pytest.importorskip('rclpy')
     from rclpy.parameter import Parameter
 
     from phil_control.trajectory_generator_node import TrajectoryGenerator
+    from phil_description.testing import ros_test_context
     from phil_msgs.srv import Trigger
 
-    os.environ.setdefault('ROS_DOMAIN_ID', str(random.randint(101, 200)))
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    try:
+    with ros_test_context(domains=(101, 200)) as context:
         node = TrajectoryGenerator(context=context, parameter_overrides=[
             Parameter('log_dir', value=str(tmp_path))])
         now = time.monotonic()
         assert node._on_halt(None, Trigger.Response()).accepted  # publishes one chunk
         node.destroy_node()
-    finally:
-        rclpy.try_shutdown(context=context)
     trajectory = load_run(tmp_path).trajectory
     assert len(trajectory) >= 1
     # Robot (monotonic) clock although the node stamps on the ROS clock; lead 0.1 s.

@@ -20,6 +20,7 @@ from phil_control.core.motion import Chunk
 from phil_control.core.play import MotionChunk, PlayProgress, ScheduledHit, timing_stats
 from phil_control.core.score import Hand
 from phil_control.ros_conversions import STAMP_CLOCKS, TimeBase, chunk_to_msg
+from phil_description.core.paths import installed_share_directory
 from phil_msgs.action import Hit, Play
 from phil_msgs.msg import HitEvent, TimingSummary, TrajectoryChunk
 
@@ -78,19 +79,9 @@ def default_play_list() -> Path | None:
     """``scores/play_list.yaml`` installed in phil_control's share folder, else the one of the
     source tree (``--symlink-install``), else None."""
     candidates = [SOURCE_SCORES_DIR / PLAY_LIST_NAME]
-    try:
-        from ament_index_python.packages import (
-            PackageNotFoundError,
-            get_package_share_directory,
-        )
-    except ImportError:
-        pass
-    else:
-        try:
-            share = Path(get_package_share_directory('phil_control'))
-            candidates.insert(0, share / 'scores' / PLAY_LIST_NAME)
-        except (PackageNotFoundError, OSError):  # OSError: no AMENT_PREFIX_PATH at all
-            pass
+    share = installed_share_directory('phil_control')
+    if share is not None:
+        candidates.insert(0, share / 'scores' / PLAY_LIST_NAME)
     return next((path for path in candidates if path.is_file()), None)
 
 

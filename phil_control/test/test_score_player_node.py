@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import os
-import random
 import time
 from pathlib import Path
 
@@ -38,6 +36,7 @@ from phil_control.play_conversions import (  # noqa: E402
 from phil_control.score_player_node import ScorePlayer  # noqa: E402
 from phil_control.trajectory_generator_node import CHUNKS_QOS, LATCHED  # noqa: E402
 from phil_description.core import default_robot_model  # noqa: E402
+from phil_description.testing import ros_test_context  # noqa: E402
 from phil_msgs.action import Hit, Play  # noqa: E402
 from phil_msgs.msg import HitEvent, TrajectoryChunk  # noqa: E402
 from phil_msgs.srv import SetSpeed, Trigger  # noqa: E402
@@ -108,11 +107,8 @@ def write_score(path: Path, bars: int = 3) -> Path:
 
 @pytest.fixture(scope='module')
 def context():
-    os.environ.setdefault('ROS_DOMAIN_ID', str(random.randint(1, 100)))
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx)
-    yield ctx
-    rclpy.try_shutdown(context=ctx)
+    with ros_test_context() as ctx:
+        yield ctx
 
 
 @pytest.fixture(scope='module')

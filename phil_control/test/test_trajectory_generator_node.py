@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import math
-import os
-import random
 import time
 
 import numpy as np
@@ -33,6 +31,7 @@ from phil_control.trajectory_generator_node import (  # noqa: E402
     TrajectoryGenerator,
 )
 from phil_description.core import default_robot_model  # noqa: E402
+from phil_description.testing import ros_test_context  # noqa: E402
 from phil_msgs.action import Gesture, Look, Move, Pose  # noqa: E402
 from phil_msgs.msg import TrajectoryChunk  # noqa: E402
 from phil_msgs.srv import Trigger  # noqa: E402
@@ -45,11 +44,8 @@ HALT_DECELERATION = 50.0
 
 @pytest.fixture(scope='module')
 def context():
-    os.environ.setdefault('ROS_DOMAIN_ID', str(random.randint(1, 100)))
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx)
-    yield ctx
-    rclpy.try_shutdown(context=ctx)
+    with ros_test_context() as ctx:
+        yield ctx
 
 
 def _ns(stamp) -> int:

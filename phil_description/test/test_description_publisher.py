@@ -1,7 +1,5 @@
 """In-process rclpy test: the description publisher latches the URDF and the kit markers."""
 
-import os
-import random
 import time
 
 import pytest
@@ -13,15 +11,13 @@ from std_msgs.msg import String  # noqa: E402
 from visualization_msgs.msg import MarkerArray  # noqa: E402
 
 from phil_description.description_publisher_node import LATCHED, DescriptionPublisher  # noqa: E402
+from phil_description.testing import ros_test_context  # noqa: E402
 
 
 @pytest.fixture
 def context():
-    os.environ.setdefault('ROS_DOMAIN_ID', str(random.randint(1, 100)))
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx)
-    yield ctx
-    rclpy.try_shutdown(context=ctx)
+    with ros_test_context() as ctx:
+        yield ctx
 
 
 def test_late_subscriber_receives_description_and_markers(context):

@@ -17,6 +17,7 @@ rclpy = pytest.importorskip('rclpy')
 from std_msgs.msg import Empty  # noqa: E402
 
 from phil_description.node_runner import GRAPH_SHUTDOWN_QOS, GRAPH_SHUTDOWN_TOPIC  # noqa: E402
+from phil_description.testing import ros_test_context  # noqa: E402
 
 PROCESSES = 4
 READY_TIMEOUT_S = 60.0
@@ -82,9 +83,7 @@ def test_graph_shutdown_ends_busy_multithreaded_nodes_with_code_0(domain_env):
     try:
         for process in processes:
             _wait_for_line(process, 'ready', READY_TIMEOUT_S)
-        context = rclpy.Context()
-        rclpy.init(context=context, domain_id=int(domain_env['ROS_DOMAIN_ID']))
-        try:
+        with ros_test_context(int(domain_env['ROS_DOMAIN_ID'])) as context:
             node = rclpy.create_node('shutdown_sender', context=context)
             publisher = node.create_publisher(Empty, GRAPH_SHUTDOWN_TOPIC, GRAPH_SHUTDOWN_QOS)
             publisher.publish(Empty())  # latched: late-matching subscribers get it too
@@ -93,8 +92,6 @@ def test_graph_shutdown_ends_busy_multithreaded_nodes_with_code_0(domain_env):
                 stdout, stderr = process.communicate(timeout=EXIT_TIMEOUT_S)
                 outputs.append((process.returncode, stdout, stderr))
             node.destroy_node()
-        finally:
-            rclpy.try_shutdown(context=context)
     finally:
         for process in processes:
             if process.poll() is None:

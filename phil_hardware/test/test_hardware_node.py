@@ -39,6 +39,7 @@ from test_sim_runner import START_TIMEOUT_S, Simulator, unique_group_base  # noq
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
 
 from phil_description.core import default_robot_model  # noqa: E402
+from phil_description.testing import ros_test_context  # noqa: E402
 from phil_hardware.core.bus_controller import relocate_buses  # noqa: E402
 from phil_hardware.hardware_node import LATCHED, HardwareNode  # noqa: E402
 from phil_hardware.sim.runner import READY_LINE, can_channels  # noqa: E402
@@ -248,12 +249,8 @@ def faults(status: HardwareStatus) -> list[tuple[int, str]]:
 
 @pytest.fixture(scope='module')
 def context():
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx, domain_id=random.randint(1, 100))
-    try:
+    with ros_test_context(random.randint(1, 100)) as ctx:
         yield ctx
-    finally:
-        rclpy.try_shutdown(context=ctx)
 
 
 @pytest.fixture(scope='module')
