@@ -306,6 +306,36 @@ def test_run_log_loads_every_file(run_dir):
     assert run.errors == {} and run.warnings == []
 
 
+def test_joint_names_come_from_the_robot_model(run_dir):
+    run = load_run(run_dir)
+    assert run.joint_names == tuple(default_robot_model().joint_names)
+    assert len(run.joint_names) == len(run.motors.joint_ids) == run.trajectory.positions.shape[1]
+    named = load_run(run_dir, joint_names=[f'j{i}' for i in range(13)])  # given names win
+    assert named.joint_names == tuple(f'j{i}' for i in range(13))
+
+
+@pytest.mark.parametrize('broken', ['model', 'import'])
+def test_no_loadable_robot_model_is_an_error_not_a_guess(run_dir, monkeypatch, broken):
+    import phil_description.core as core
+
+    if broken == 'model':
+        def fail(sim: bool = False):
+            raise core.DescriptionError('phil.urdf.xacro', '', 'file not found')
+
+        monkeypatch.setattr(core, 'default_robot_model', fail)
+        reason = r'the robot model did not load \(phil\.urdf\.xacro: file not found\)'
+    else:
+        monkeypatch.setitem(sys.modules, 'phil_description.core', None)
+        reason = r'phil_description cannot be imported \(.*phil_description\.core.*\)'
+    for strict in (True, False):
+        with pytest.raises(RunLogError, match=f'no joint names: {reason}; the logs name joints '
+                                              f'by index only') as caught:
+            load_run(run_dir, strict=strict)
+        assert caught.value.path == run_dir and caught.value.line is None
+    names = tuple(NAMES)
+    assert load_run(run_dir, joint_names=names).joint_names == names  # no model needed
+
+
 # ------------------------------------------------------------------------ malformed / missing
 def test_a_malformed_line_is_named_by_file_and_line(run_dir, tmp_path):
     run = Path(shutil.copytree(run_dir, tmp_path / 'run'))

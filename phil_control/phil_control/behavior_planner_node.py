@@ -39,6 +39,7 @@ from phil_control.core.protocol import (
 )
 from phil_control.core.protocol import commands as cmd
 from phil_control.planner_links import Completion, GoalOptions, GraphLinks
+from phil_control.ros_conversions import measured_positions
 from phil_control.tcp.handler import MachineCommandHandler
 from phil_description.core import default_robot_model
 from phil_description.node_runner import GRAPH_SHUTDOWN_QOS, GRAPH_SHUTDOWN_TOPIC, run_node
@@ -266,10 +267,8 @@ class BehaviorPlanner(Node):
 
     # ------------------------------------------------------------------ inputs
     def _on_motor_states(self, msg: MotorStates) -> None:
-        by_joint = {motor.joint: motor for motor in msg.motors}
-        self._measured = [by_joint[name].position_rad
-                          if name in by_joint and by_joint[name].connected else math.nan
-                          for name in self._names]
+        unknown = [math.nan] * len(self._names)
+        self._measured = measured_positions(msg, self._names, unknown).tolist()
 
     def _on_commanded(self, msg: JointState) -> None:
         index = {name: i for i, name in enumerate(msg.name)}

@@ -31,7 +31,7 @@ from phil_control.core.motion import (
     RejectReason,
     parse_profile,
 )
-from phil_msgs.msg import TrajectoryChunk
+from phil_msgs.msg import MotorStates, TrajectoryChunk
 
 _NS_PER_S = 1_000_000_000
 #: Clocks a stamp can be on: the robot's CLOCK_MONOTONIC (one clock for every process, the bus
@@ -193,13 +193,16 @@ def joint_state_msg(names: Sequence[str], state: CommandedState, timebase: TimeB
     return msg
 
 
-def measured_positions(msg: JointState, names: Sequence[str], base_rad: np.ndarray) -> np.ndarray:
-    """``base_rad`` with the finite measured positions of ``msg`` written over it (by name)."""
+def measured_positions(
+    msg: MotorStates, names: Sequence[str], base_rad: Sequence[float]
+) -> np.ndarray:
+    """``base_rad`` with the finite positions of the connected motors in ``msg`` written over it
+    (by joint name)."""
     positions = np.array(base_rad, dtype=float)
     index = {name: i for i, name in enumerate(names)}
-    for name, value in zip(msg.name, msg.position, strict=False):
-        if name in index and math.isfinite(value):
-            positions[index[name]] = value
+    for motor in msg.motors:
+        if motor.connected and motor.joint in index and math.isfinite(motor.position_rad):
+            positions[index[motor.joint]] = motor.position_rad
     return positions
 
 
@@ -211,6 +214,7 @@ class GeneratorConfig:
     defaults: MotionDefaults
     continuity: ContinuityTolerance
     publish_lead_s: float
+    start_lead_s: float
     publish_period_s: float
     feedback_period_s: float
     halt_deceleration_rad_s2: float
@@ -233,6 +237,11 @@ class GeneratorConfig:
         initial = tuple(float(v) for v in values['initial_positions_rad'] or ())
         if not all(math.isfinite(v) for v in initial):
             raise ValueError(f'parameter initial_positions_rad must be finite, got {initial}')
+        if values['start_lead_s'] > values['publish_lead_s']:
+            raise ValueError(
+                f'parameter start_lead_s ({values["start_lead_s"]}) must not exceed '
+                f'publish_lead_s ({values["publish_lead_s"]})'
+            )
         goals = int(values['max_active_goals'])
         if not 1 <= goals <= EXECUTOR_THREADS - 4:
             raise ValueError(
@@ -251,6 +260,7 @@ class GeneratorConfig:
                 velocity_rad_s=values['continuity_tolerance_rad_s'],
             ),
             publish_lead_s=values['publish_lead_s'],
+            start_lead_s=values['start_lead_s'],
             publish_period_s=values['publish_period_s'],
             feedback_period_s=values['feedback_period_s'],
             halt_deceleration_rad_s2=values['halt_deceleration_rad_s2'],
@@ -265,6 +275,11 @@ PARAMETERS = {
     'chunk_duration_s': (0.5, 'length of each published chunk, s'),
     'point_spacing_s': (0.02, 'largest time between chunk points (cubic Hermite knots), s'),
     'publish_lead_s': (0.1, 'a chunk is published this long before its start stamp, s'),
+    'start_lead_s': (
+        0.005,
+        'a motion from rest starts this long after it is planned: the first chunk\'s trip to '
+        'the bus loop (one arriving later is blended in from the held target), s',
+    ),
     'publish_period_s': (0.01, 'period of the publishing / feedback / completion timer, s'),
     'feedback_period_s': (0.1, 'action feedback period, s'),
     'move_duration_s': (3.0, 'MOVE duration when the goal gives 0, s'),
@@ -283,6 +298,7 @@ PARAMETERS = {
     ),
     'initial_positions_rad': (
         Parameter.Type.DOUBLE_ARRAY,
-        'initial commanded positions in URDF joint order, rad; unset = init pose / joint_states',
+        'initial commanded positions in URDF joint order, rad; unset = init pose, then the '
+        'measured positions on hardware/motor_states',
     ),
 }

@@ -6,8 +6,8 @@ Topics: publishes ``hardware/trajectory_chunks`` (TrajectoryChunk, each publishe
 transient local: positions at the end of the queued motion, stamped with the time they are
 reached); subscribes ``~/chunks`` (TrajectoryChunk from the score player: validated, forwarded,
 queued; a refused one is named on ``~/rejected_chunks``, std_msgs/String ``chunk <sequence>:
-<reason>``, so the score player can end its play) and ``joint_states`` (the initial state, see
-below).
+<reason>``, so the score player can end its play) and ``hardware/motor_states`` (the initial
+state, see below).
 Service: ``~/halt`` (phil_msgs/Trigger): drop queued motion and stop smoothly from the commanded
 sample ``publish_lead_s`` from now (one ``replace`` chunk); aborts every goal still moving.
 
@@ -32,8 +32,9 @@ samples with, ARCHITECTURE section 3); the score player stamps ``~/chunks`` on t
 ``stamp_clock: monotonic`` stamps CLOCK_MONOTONIC instead.
 
 Initial state: the ``initial_positions_rad`` parameter if given; otherwise the model's ``init``
-pose, replaced by every ``joint_states`` measurement until the first motion is commanded (so the
-first motion starts where the robot really is, even if the arms moved before torque was on).
+pose, replaced by the connected motors' measured positions on ``hardware/motor_states`` until
+the first motion is commanded (so the first motion starts where the robot really is, even if
+the arms moved before torque was on).
 
 Parameters: ``ros_conversions.PARAMETERS`` (validated once into ``GeneratorConfig``; a bad value
 stops start-up), and ``log_dir``: every published chunk point goes to ``<log_dir>/trajectory.csv``
@@ -71,7 +72,7 @@ from phil_control.ros_conversions import EXECUTOR_THREADS, PARAMETERS, Generator
 from phil_description.core import default_robot_model
 from phil_description.node_runner import run_node
 from phil_msgs.action import Gesture, Look, Move, Pose
-from phil_msgs.msg import TrajectoryChunk
+from phil_msgs.msg import MotorStates, TrajectoryChunk
 from phil_msgs.srv import Trigger
 
 LATCHED = QoSProfile(
@@ -165,10 +166,12 @@ class TrajectoryGenerator(Node):
         )
         # Measured joints only seed the initial state (ignored once something was commanded).
         # The subscription stays: destroying it from a callback races the executor's wait set
-        # in another thread (InvalidHandle).
+        # in another thread (InvalidHandle). It reads the 20 Hz motor states, not the 100 Hz
+        # joint_states: every delivery costs a wake of this multi-threaded executor.
         if not initial:
             self.create_subscription(
-                JointState, 'joint_states', self._on_joint_states, 10, callback_group=io_group
+                MotorStates, 'hardware/motor_states', self._on_motor_states, 10,
+                callback_group=io_group,
             )
         self.create_service(Trigger, '~/halt', self._on_halt, callback_group=io_group)
         self._servers = [
@@ -188,7 +191,13 @@ class TrajectoryGenerator(Node):
                 ('pose', Pose, convert.pose_request),
             )
         ]
-        self.create_timer(self.config.publish_period_s, self._on_tick, callback_group=io_group)
+        # The tick runs only while goals or queued chunks need it: an idle executor that
+        # wakes 100 times a second answers the next goal later (every wake rebuilds its wait set).
+        self._tick_timer = self.create_timer(
+            self.config.publish_period_s, self._on_tick, callback_group=io_group
+        )
+        # Wakes the executor so it waits on the re-armed timer (a reset alone does not).
+        self._tick_wake = self.create_guard_condition(lambda: None, callback_group=io_group)
         self._publish_state()
         self.get_logger().info(
             f'ready: {len(names)} joints, chunks {self.config.chunking.chunk_duration_s} s / '
@@ -241,7 +250,7 @@ class TrajectoryGenerator(Node):
                 )
             else:
                 now = self._now_s()
-                planned = self._planner.submit(request, now + self.config.publish_lead_s)
+                planned = self._planner.submit(request, now + self.config.start_lead_s)
                 if isinstance(planned, Rejection):
                     problem = str(planned)
                 else:
@@ -255,6 +264,7 @@ class TrajectoryGenerator(Node):
                     )
                     self._publish_due(now)
                     self._publish_state()
+                    self._wake_ticks()
         if goal is None:
             self.get_logger().warning(f'{action.__name__} goal rejected: {problem}')
             goal_handle.abort()
@@ -301,6 +311,14 @@ class TrajectoryGenerator(Node):
                     self._feedback(goal, now)
             self._publish_due(now)
             self._planner.prune(now - _HISTORY_S)
+            if not self._goals and not self._pending:
+                self._tick_timer.cancel()
+
+    def _wake_ticks(self) -> None:
+        """Re-arm the tick timer (lock held): a goal or queued chunks need it."""
+        if self._tick_timer.is_canceled():
+            self._tick_timer.reset()
+            self._tick_wake.trigger()
 
     def _feedback(self, goal: _Goal, now: float) -> None:
         feedback = goal.feedback_type()
@@ -332,6 +350,7 @@ class TrajectoryGenerator(Node):
         )
         self._publish_due(now)
         self._publish_state()
+        self._wake_ticks()
         if plan.limited_by is not None:
             self.get_logger().warning(
                 f'halt shortened to stop {plan.limited_by} at its limit '
@@ -375,7 +394,7 @@ class TrajectoryGenerator(Node):
             self.get_logger().warning(f'chunk {msg.sequence} from ~/chunks rejected: {problem}')
             self._rejected_pub.publish(String(data=f'chunk {msg.sequence}: {problem}'))
 
-    def _on_joint_states(self, msg: JointState) -> None:
+    def _on_motor_states(self, msg: MotorStates) -> None:
         with self._lock:
             if self._planner.has_commanded:
                 return

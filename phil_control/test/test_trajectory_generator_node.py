@@ -33,7 +33,7 @@ from phil_control.trajectory_generator_node import (  # noqa: E402
 from phil_description.core import default_robot_model  # noqa: E402
 from phil_description.testing import ros_test_context  # noqa: E402
 from phil_msgs.action import Gesture, Look, Move, Pose  # noqa: E402
-from phil_msgs.msg import TrajectoryChunk  # noqa: E402
+from phil_msgs.msg import MotorState, MotorStates, TrajectoryChunk  # noqa: E402
 from phil_msgs.srv import Trigger  # noqa: E402
 
 MODEL = default_robot_model()
@@ -143,7 +143,7 @@ class Harness:
         self.score = self.probe.create_publisher(
             TrajectoryChunk, '/trajectory_generator/chunks', CHUNKS_QOS
         )
-        self.joint_states = self.probe.create_publisher(JointState, '/joint_states', 10)
+        self.motor_states = self.probe.create_publisher(MotorStates, '/hardware/motor_states', 10)
         self.halt = self.probe.create_client(Trigger, '/trajectory_generator/halt')
         self.executor = MultiThreadedExecutor(num_threads=16, context=context)
         self.executor.add_node(self.node)
@@ -233,6 +233,18 @@ def test_move_goal_reaches_the_target_at_the_requested_time(harness):
     state = h.states[-1]
     np.testing.assert_allclose(state.position, expected, atol=1e-12)
     assert played.relative(_ns(state.header.stamp)) == pytest.approx(played.end_s, abs=1e-6)
+
+
+def test_a_motion_from_rest_starts_start_lead_after_it_is_planned(harness):
+    # The chunk horizon (publish_lead_s) is long; a goal from rest must not wait for it.
+    h = harness(start_lead_s=0.05, publish_lead_s=2.0)
+    sent_ns = h.now_ns()
+    h.send('look', pan_rad=0.2, tilt_rad=0.1, duration_s=0.3)
+    assert h.spin_until(lambda: h.chunks)
+    received_ns = h.now_ns()
+    start_ns = _ns(h.chunks[0].trajectory.header.stamp)
+    assert start_ns - sent_ns >= 0.05e9  # planned after the goal was sent
+    assert start_ns - received_ns <= 0.05e9  # published at once, start_lead_s ahead of its start
 
 
 def test_cancel_halts_without_a_jump_and_with_bounded_deceleration(harness):
@@ -343,10 +355,14 @@ def _score_messages(
     return [convert.chunk_to_msg(chunk, timebase) for chunk in chunks]
 
 
-def test_joint_states_set_the_start_and_score_chunks_are_forwarded(harness):
+def test_measured_motors_set_the_start_and_score_chunks_are_forwarded(harness):
     h = harness()
     measured = MODEL.poses['home'].copy()
-    h.joint_states.publish(JointState(name=list(NAMES), position=measured.tolist()))
+    motors = [MotorState(joint=name, connected=True, position_rad=float(value))
+              for name, value in zip(NAMES, measured, strict=True)]
+    # A motor without feedback does not move the start.
+    motors.append(MotorState(joint=NAMES[0], connected=False, position_rad=2.5))
+    h.motor_states.publish(MotorStates(motors=motors))
     assert h.spin_until(lambda: np.allclose(h.states[-1].position, measured))
     timebase = convert.TimeBase(h.now_ns())
     messages = _score_messages(h.states[-1], timebase, 0.3, 1.3)
@@ -399,6 +415,7 @@ def test_stamps_follow_the_ros_clock(harness):
 def test_bad_parameters_stop_start_up(context):
     for name, value in (
         ('publish_lead_s', -0.1),
+        ('start_lead_s', 0.2),  # more than publish_lead_s
         ('point_spacing_s', 0.0),
         ('max_active_goals', 100),
         ('initial_positions_rad', [0.0, 1.0]),

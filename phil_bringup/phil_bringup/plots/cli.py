@@ -42,14 +42,14 @@ def plot_run(run_dir: Path, out: Path | None = None,
 
     matplotlib.use('Agg')  # never a display, whatever MPLBACKEND says
     from phil_bringup.plots.figures import render_run
-    from phil_bringup.plots.runlog import load_run
+    from phil_bringup.plots.runlog import RunLogError, load_run
 
     if window_ms < 0:
         say(f'plot: --window-ms must be >= 0, got {window_ms}', sys.stderr)
         return 2
     try:
         run = load_run(run_dir, strict=False)
-    except FileNotFoundError as error:
+    except (FileNotFoundError, RunLogError) as error:  # no logs, or no robot model
         say(f'plot: {error}', sys.stderr)
         return 2
     out = out if out is not None else run_dir / 'plots'

@@ -17,6 +17,10 @@ Every time is on the robot clock (CLOCK_MONOTONIC seconds) unless noted.
 ``commands.csv``          tcp_bridge: ``t,client,opcode,result,line,reason`` (t: wall clock)
 ========================  =====================================================================
 
+The logs name joints by index only (``motors.csv`` ``id`` i, ``trajectory.csv`` ``joint i``):
+their names come from the robot model (the URDF), the one source of joint names; when it cannot
+be loaded, :func:`load_run` raises :class:`RunLogError` unless it is given the names.
+
 Missing files are fine (that log is None). A malformed line raises :class:`RunLogError` naming
 the file and the line; a last line cut short by a crash (no final newline) is dropped with a
 warning instead. ``load_run(..., strict=False)`` records such errors per file instead of raising.
@@ -45,11 +49,6 @@ FILES = {
     'commands': 'commands.csv',
 }
 EPOCH_THRESHOLD_S = 1e8
-FALLBACK_JOINT_NAMES = (
-    'waist', 'right_shoulder_1', 'left_shoulder_1', 'right_shoulder_2', 'right_elbow',
-    'left_shoulder_2', 'left_elbow', 'right_wrist', 'left_wrist', 'right_pedal', 'left_pedal',
-    'head_yaw', 'head_pitch',
-)
 
 
 @dataclass(frozen=True)
@@ -162,10 +161,11 @@ class CommandLog:
 
 @dataclass
 class RunLog:
-    """Everything found in one run folder (None = file absent or, non-strict, unreadable)."""
+    """Everything found in one run folder (None = file absent or, non-strict, unreadable);
+    ``joint_names[i]`` names ``id`` i / ``joint i`` of the logs."""
 
     folder: Path
-    joint_names: tuple[str, ...] = FALLBACK_JOINT_NAMES
+    joint_names: tuple[str, ...]
     motors: MotorLog | None = None
     ticks: TickWindows | None = None
     ticks_trace: TickTrace | None = None
@@ -312,14 +312,28 @@ def load_commands(path: Path, warnings: list[str] | None = None) -> CommandLog:
     return CommandLog(c['t'], c['client'], c['opcode'], c['result'], c['line'], c['reason'])
 
 
-def default_joint_names() -> tuple[str, ...]:
-    """The robot model's joint order (``joint i`` / ``id`` i), or the upstream order."""
-    try:
-        from phil_description.core import default_robot_model
+def default_joint_names(folder: Path) -> tuple[str, ...]:
+    """The robot model's joint order (``id`` i / ``joint i`` is ``joint_names[i]``).
 
-        return tuple(default_robot_model().joint_names)
-    except Exception:  # plotting must work without a loadable model
-        return FALLBACK_JOINT_NAMES
+    Args:
+        folder: The run folder, named by the error.
+
+    Raises:
+        RunLogError: The robot model (URDF) cannot be loaded; the logs themselves name joints
+            by index only, so there is nothing else to take the names from.
+    """
+    try:
+        from phil_description.core import DescriptionError, default_robot_model
+    except ImportError as error:
+        reason = f'phil_description cannot be imported ({error})'
+    else:
+        try:
+            return tuple(default_robot_model().joint_names)
+        except (DescriptionError, ImportError, OSError) as error:
+            reason = f'the robot model did not load ({error})'
+    raise RunLogError(folder, None, f'no joint names: {reason}; the logs name joints by index '
+                                    f'only (motors.csv id, trajectory.csv "joint i"), pass '
+                                    f'joint_names to load_run') from None
 
 
 def load_run(folder: Path | str, strict: bool = True,
@@ -330,16 +344,17 @@ def load_run(folder: Path | str, strict: bool = True,
         folder: The run folder (a node's ``log_dir``).
         strict: Raise on the first unreadable file; otherwise record it in ``errors`` (by log
             name) and leave that log None.
-        joint_names: Names of ``id`` / ``joint i``; default the robot model's.
+        joint_names: Names of ``id`` / ``joint i``; default the robot model's (the URDF).
 
     Raises:
         FileNotFoundError: ``folder`` is not a directory.
-        RunLogError: (strict) a file is malformed, naming the file and the line.
+        RunLogError: (strict) a file is malformed, naming the file and the line; (strict or
+            not) ``joint_names`` is None and the robot model cannot be loaded.
     """
     folder = Path(folder)
     if not folder.is_dir():
         raise FileNotFoundError(f'run folder {folder} does not exist')
-    names = tuple(joint_names) if joint_names is not None else default_joint_names()
+    names = tuple(joint_names) if joint_names is not None else default_joint_names(folder)
     run = RunLog(folder, names)
     loaders = {
         'motors': load_motors, 'ticks': load_ticks, 'ticks_trace': load_ticks_trace,
