@@ -13,7 +13,8 @@ line:
 * ``latency``: send_chunk() to the first CAN frame carrying the chunk's target (a step probe
   on the right wrist, seen by a sniffer with kernel receive timestamps), p50/p99/max [ms].
 
-Usage: ``python phil_hardware/bench/bench_rt_loop.py [--duration 20] [--modes fifo,nofifo]``.
+Usage: ``python phil_hardware/bench/bench_rt_loop.py [--duration 20] [--modes fifo,nofifo]
+[--cpus 1] [--spin-us 200]``.
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ from phil_hardware.core.transport import open_can_bus
 from phil_hardware.rt import BusLoopClient, BusLoopConfig
 
 TICK_S = 0.001
+OUTLIER_S = 0.001        # period errors above this are listed with their tick index
+MAX_OUTLIERS = 20
 PROBE_STEP_RAD = math.radians(0.5)
 
 
@@ -95,7 +98,8 @@ def start_simulator(base: int, link: Path) -> subprocess.Popen:
     return process
 
 
-def run_mode(mode: str, duration_s: float, feedback_timeout_s: float) -> list[dict]:
+def run_mode(mode: str, duration_s: float, feedback_timeout_s: float,
+             cpus: tuple[int, ...] = (), spin_s: float = 0.0002) -> list[dict]:
     model = default_robot_model(sim=True)
     base = random.randint(0x1000, 0xFF00)
     can_params = {name: CanBusParams(name, 'udp_multicast', f'ff11::7068:{base + i:x}', 10**6)
@@ -110,7 +114,8 @@ def run_mode(mode: str, duration_s: float, feedback_timeout_s: float) -> list[di
                               serial_feedback_timeout_s=feedback_timeout_s)
         controller = controller_config_from_model(model, can_buses=can_params,
                                                   serial_buses=serial, safety=safety)
-        realtime = RealtimeConfig(sched_priority=40 if mode == 'fifo' else 0)
+        realtime = RealtimeConfig(sched_priority=40 if mode == 'fifo' else 0, cpu_affinity=cpus,
+                                  spin_s=spin_s)
         config = BusLoopConfig(controller, realtime,
                                trace_capacity=int((duration_s + 2) / TICK_S))
         client = BusLoopClient(config).start()
@@ -165,6 +170,10 @@ def measure(mode, client, sniffer, model, duration_s, can_params) -> list[dict]:
             latencies.append(seen - sent_wall)
     trace = np.array(client.trace()[trace_start:])
     period_error = np.abs(np.diff(trace))
+    # Where the late ticks were (tick index, ms): a one-off at start-up and a periodic stall
+    # have different causes.
+    late = [[int(i), round(float(period_error[i]) * 1e3, 2)]
+            for i in np.nonzero(period_error > OUTLIER_S)[0][:MAX_OUTLIERS]]
     elapsed = last.time_s - first.time_s
     rows = [{
         'bench': 'rt_loop', 'metric': 'tick', 'mode': mode, 'realtime': last.realtime,
@@ -174,6 +183,7 @@ def measure(mode, client, sniffer, model, duration_s, can_params) -> list[dict]:
         'work_max_us': round(work_max * 1e6, 1), 'overruns': last.overruns - first.overruns,
         'missed_ticks': last.missed_ticks - first.missed_ticks,
         'faults': [f'{f.code.name}:{f.joint}' for f in last.faults],
+        'period_errors_over_1ms': late,
     }]
     for name in (*can_params, 'dxl'):
         before, after = first.buses[name], last.buses[name]
@@ -202,9 +212,15 @@ def main() -> int:
     parser.add_argument('--modes', default='fifo,nofifo')
     parser.add_argument('--feedback-timeout', type=float, default=0.5,
                         help='feedback timeout during the run [s] (robot: 0.05)')
+    parser.add_argument('--cpus', default='',
+                        help='CPUs the bus loop is pinned to, e.g. 1 (default: any)')
+    parser.add_argument('--spin-us', type=float, default=200.0,
+                        help='busy-wait before each deadline [us] (RealtimeConfig.spin_s)')
     args = parser.parse_args()
+    cpus = tuple(int(cpu) for cpu in args.cpus.split(',') if cpu.strip())
     for mode in args.modes.split(','):
-        for row in run_mode(mode.strip(), args.duration, args.feedback_timeout):
+        for row in run_mode(mode.strip(), args.duration, args.feedback_timeout, cpus,
+                            args.spin_us * 1e-6):
             print(json.dumps(row), flush=True)
     return 0
 

@@ -43,6 +43,9 @@ class TickStats:
         self.p50_s = self.p99_s = self.max_s = math.nan
         self.work_p99_s = self.work_max_s = math.nan
         self.window = 0
+        # numpy sets up percentile on its first call (milliseconds): do it now, not in a tick.
+        np.percentile(self._view, (50, 99))
+        np.percentile(self._work_view, 99)
 
     def add(self, lateness_s: float, work_s: float) -> None:
         """Record one tick's lateness and work time; closes the window when full."""
