@@ -11,10 +11,12 @@ state, see below).
 Service: ``~/halt`` (phil_msgs/Trigger): drop queued motion and stop smoothly from the commanded
 sample ``publish_lead_s`` from now (one ``replace`` chunk); aborts every goal still moving.
 
-Goal handling: every goal is accepted; the execute callback validates and plans it, and a bad
-goal is *aborted at once* with ``success = false`` and the reason (unknown joint, outside limits,
-too fast with the shortest allowed duration, NaN, bad duration, ...) and publishes nothing. A
-rejected goal (GoalResponse.REJECT) would carry no reason back to the client. A goal accepted
+Goal handling: every goal is accepted; the accepted-goal callback (in the goal request's own
+callback, so the first chunk goes out without waiting for the execute callback to be scheduled)
+validates and plans it, and a bad goal is *aborted at once* with ``success = false`` and the
+reason (unknown joint, outside limits, too fast with the shortest allowed duration, NaN, bad
+duration, ...) and publishes nothing. A rejected goal (GoalResponse.REJECT) would carry no
+reason back to the client. A goal accepted
 while motion is queued starts at the end of it. Feedback (progress, time remaining) comes at
 ``1 / feedback_period_s``; the result arrives when the motion has ended. Cancelling a goal halts
 all motion smoothly (bounded deceleration from the commanded state, no jump); the cancelled goal
@@ -100,6 +102,10 @@ class _Goal:
     next_feedback_s: float = -math.inf
 
 
+def _goal_key(goal_handle) -> bytes:
+    return bytes(goal_handle.goal_id.uuid)
+
+
 class TrajectoryGenerator(Node):
     """Plans motion goals, publishes them as chunks ahead of time, forwards score chunks."""
 
@@ -144,6 +150,8 @@ class TrajectoryGenerator(Node):
         self._lock = threading.Lock()
         self._pending: deque[Chunk] = deque()
         self._goals: list[_Goal] = []
+        # Accepted goals between _start and _execute: goal id -> (goal, or None and the reason).
+        self._started: dict[bytes, tuple[_Goal | None, str | None]] = {}
         self._closing = False
         io_group = MutuallyExclusiveCallbackGroup()
         action_group = ReentrantCallbackGroup()
@@ -179,7 +187,8 @@ class TrajectoryGenerator(Node):
                 self,
                 action,
                 f'~/{name}',
-                execute_callback=partial(self._execute, action, to_request),
+                execute_callback=partial(self._execute, action),
+                handle_accepted_callback=partial(self._start, action, to_request),
                 goal_callback=lambda _goal: GoalResponse.ACCEPT,
                 cancel_callback=lambda _goal: CancelResponse.ACCEPT,
                 callback_group=action_group,
@@ -230,8 +239,10 @@ class TrajectoryGenerator(Node):
         }
         return GeneratorConfig.from_parameters(values)
 
-    def _execute(self, action, to_request, goal_handle):
-        """Validate and plan the goal, then block (this thread only) until its motion ends."""
+    def _start(self, action, to_request, goal_handle) -> None:
+        """Validate and plan an accepted goal and publish its first chunks at once, then let it
+        execute. Runs in the goal request's own callback: the motion does not wait for the
+        executor to schedule the execute callback."""
         request = to_request(goal_handle.request)
         goal = None
         with self._lock:
@@ -265,6 +276,15 @@ class TrajectoryGenerator(Node):
                     self._publish_due(now)
                     self._publish_state()
                     self._wake_ticks()
+            self._started[_goal_key(goal_handle)] = (goal, problem)
+        goal_handle.execute()
+
+    def _execute(self, action, goal_handle):
+        """Report a refused goal, or block (this thread only) until its motion ends."""
+        with self._lock:
+            goal, problem = self._started.pop(
+                _goal_key(goal_handle), (None, 'goal was not started')
+            )
         if goal is None:
             self.get_logger().warning(f'{action.__name__} goal rejected: {problem}')
             goal_handle.abort()
