@@ -17,7 +17,13 @@ import numpy as np
 from sensor_msgs.msg import JointState
 
 from phil_control.core.motion import Chunk
-from phil_control.core.play import MotionChunk, PlayProgress, ScheduledHit, timing_stats
+from phil_control.core.play import (
+    MAX_MOTION_LEAD_S,
+    MotionChunk,
+    PlayProgress,
+    ScheduledHit,
+    timing_stats,
+)
 from phil_control.core.score import Hand
 from phil_control.ros_conversions import STAMP_CLOCKS, TimeBase, chunk_to_msg
 from phil_description.core.paths import installed_share_directory
@@ -62,6 +68,11 @@ PARAMETERS = {
     'lead_s': (0.5, 'windows are generated one bar plus this far ahead of now, s'),
     'margin_s': (0.1, 'earliest start of a new or replacing chunk after now, s'),
     'feedback_period_s': (0.1, 'action feedback period, s'),
+    'motion_lead_s': (
+        0.0,
+        'the motion runs this far ahead of the music so the sticks land on the beat: the '
+        'drives\' delay in following their commands, s (0..0.05)',
+    ),
     'log_dir': ('', "folder for hits.csv (one row per commanded hit); '' = no log"),
     'wrist_torque': (
         True,
@@ -99,6 +110,7 @@ class PlayerConfig:
     log_dir: Path | None
     stamp_clock: str
     wrist_torque: bool = True
+    motion_lead_s: float = 0.0
 
     @classmethod
     def from_parameters(cls, values: dict) -> PlayerConfig:
@@ -120,6 +132,10 @@ class PlayerConfig:
                 f'parameter stamp_clock must be one of {", ".join(STAMP_CLOCKS)}, '
                 f'got {values["stamp_clock"]!r}'
             )
+        if not (math.isfinite(values['motion_lead_s'])
+                and 0.0 <= values['motion_lead_s'] <= MAX_MOTION_LEAD_S):
+            raise ValueError(f'parameter motion_lead_s must be in [0, {MAX_MOTION_LEAD_S}] s, '
+                             f'got {values["motion_lead_s"]}')
         play_list = Path(values['play_list']) if values['play_list'] else default_play_list()
         if values['play_list'] and not play_list.is_file():
             raise ValueError(f'parameter play_list: no such file: {play_list}')
@@ -135,6 +151,7 @@ class PlayerConfig:
             log_dir=Path(values['log_dir']) if values['log_dir'] else None,
             stamp_clock=values['stamp_clock'],
             wrist_torque=bool(values['wrist_torque']),
+            motion_lead_s=float(values['motion_lead_s']),
         )
 
 

@@ -131,6 +131,38 @@ def test_full_play_from_ready_to_ready(robot, play_list):
     assert progress.play_id == 'rock' and progress.bar == 3 and progress.total_bars == 14
 
 
+def test_motion_lead_moves_the_sticks_earlier_and_keeps_the_music(robot, play_list):
+    lead = 0.01
+    plain = PlaySession(robot, play_list)
+    early = PlaySession(robot, play_list, motion_lead_s=lead)
+    chunks = {}
+    for name, session in (('plain', plain), ('early', early)):
+        chunks[name] = session.start('rock', now_s=START_S, current_positions_rad=robot.ready_rad)
+        chunks[name] += session.poll(START_S + 6.0)
+    assert len(chunks['plain']) == len(chunks['early'])
+    windows = 0
+    for before, after in zip(chunks['plain'], chunks['early'], strict=True):
+        assert after.kind is before.kind
+        if before.kind is ChunkKind.WINDOW:
+            windows += 1
+            np.testing.assert_allclose(after.times_s, before.times_s - lead, atol=1e-9)
+            np.testing.assert_allclose(after.positions_rad, before.positions_rad, atol=1e-9)
+    assert windows > 3
+    # DRUM START still starts now; it ends (at the reset pose) the lead earlier.
+    start = {name: [c for c in found if c.kind is ChunkKind.DRUM_START]
+             for name, found in chunks.items()}
+    assert start['early'][0].start_time_s == start['plain'][0].start_time_s
+    assert start['early'][-1].end_time_s == pytest.approx(start['plain'][-1].end_time_s - lead)
+    assert early.commanded_hits and [h.command_time_s for h in early.commanded_hits] == (
+        pytest.approx([h.command_time_s for h in plain.commanded_hits], abs=1e-9)
+    )
+    assert early.wall_time_at(0.0) == pytest.approx(plain.wall_time_at(0.0))
+    assert early.score_time_at(START_S + 7.0) == pytest.approx(plain.score_time_at(START_S + 7.0))
+    for bad in (-0.001, 0.2, math.nan):
+        with pytest.raises(ValueError, match='motion_lead_s'):
+            PlaySession(robot, play_list, motion_lead_s=bad)
+
+
 def test_drum_start_is_a_cosine_to_the_reset_pose(robot, play_list):
     _, recorder = _start(robot, play_list)
     chunks, times, positions = _kind(recorder, ChunkKind.DRUM_START)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 import uuid
 from dataclasses import asdict
 
@@ -14,7 +15,9 @@ from phil_control.core.kinematics import ARM_JOINT_NAMES, ArmGeometry, JointLimi
 from phil_description.core import default_robot_model
 from phil_hardware.core.codecs import CanFrame, dynamixel, epos4, tmotor
 from phil_hardware.core.codecs.epos4 import NmtCommand, ObjectIndex
+from phil_hardware.core.transport import CanTransport
 from phil_hardware.sim import Limb, ManualClock, PtyPort, SimConfig, SimulatedRobot
+from phil_hardware.sim.clock import MonotonicClock
 from phil_hardware.sim.multicast import check_channel, open_can_bus
 
 STEP_S = 0.001
@@ -224,6 +227,26 @@ def test_udp_multicast_buses_see_only_their_own_group():
     finally:
         for bus in (*buses, listener):
             bus.shutdown()
+
+
+def test_a_command_moves_the_joint_from_its_send_time_however_late_the_loop_runs(model):
+    joint = next(j for j in model.joints if j.motor.family == 'tmotor' and j.motor.bus == 'can0')
+    group = f'ff11::7068:{0x7000 + (uuid.uuid4().int % 0x800) * 2:x}'
+    device_side = open_can_bus('can0', 'udp_multicast', group)
+    robot = SimulatedRobot(model, {'can0': device_side}, clock=MonotonicClock())
+    wire = CanTransport('controller', open_can_bus('can0', 'udp_multicast', group))
+    try:
+        robot.step()
+        axis = robot.device(joint.name).axis
+        before = axis.position_rad
+        assert wire.send(tmotor.encode_set_rpm(joint.motor.device_id, 2000.0))
+        time.sleep(0.03)  # the device loop is late by 30 ms
+        robot.step()
+        moved_s = (axis.position_rad - before) / axis.velocity_rad_s
+        assert axis.velocity_rad_s > 0.5 and moved_s > 0.015  # not from the late step only
+    finally:
+        device_side.shutdown()
+        wire.close()
 
 
 def test_dynamixel_truth_uses_the_tick_convention(model, tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import random
 import socket
@@ -9,6 +10,7 @@ import subprocess
 import sys
 import time
 import tty
+import uuid
 from pathlib import Path
 
 import can
@@ -129,6 +131,41 @@ def test_udp_multicast_isolates_groups_drops_echo_and_survives_garbage():
     finally:
         raw.close()
         for bus in (a, b, c):
+            bus.close()
+
+
+def test_udp_multicast_frames_carry_their_send_time():
+    group = unique_group()
+    a = CanTransport('can0', open_can_bus(CanBusParams('can0', 'udp_multicast', group, 10**6)))
+    b = CanTransport('can0', open_can_bus(CanBusParams('can0', 'udp_multicast', group, 10**6)))
+    try:
+        before = time.monotonic()
+        assert a.send(CanFrame(0x181, b'\x01'))
+        after = time.monotonic()
+        frames: list[CanFrame] = []
+        sent_at: list[float] = []
+        deadline = time.monotonic() + 2.0
+        while not frames and time.monotonic() < deadline:
+            b.drain(frames, sent_at=sent_at)
+        assert frames == [CanFrame(0x181, b'\x01')]
+        assert len(sent_at) == 1 and before <= sent_at[0] <= after
+    finally:
+        for bus in (a, b):
+            bus.close()
+
+
+def test_frames_without_a_send_time_report_nan():
+    params = CanBusParams('can0', 'virtual', f'sent-at-{uuid.uuid4()}', 10**6)
+    a, b = (CanTransport('can0', open_can_bus(params)) for _ in range(2))
+    try:
+        assert a.send(CanFrame(0x181, b'\x01'))
+        frames: list[CanFrame] = []
+        sent_at: list[float] = []
+        b.drain(frames, sent_at=sent_at)
+        assert frames == [CanFrame(0x181, b'\x01')] and len(sent_at) == 1
+        assert math.isnan(sent_at[0])
+    finally:
+        for bus in (a, b):
             bus.close()
 
 

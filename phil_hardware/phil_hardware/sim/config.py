@@ -21,6 +21,8 @@ class SimConfig:
         impacts: Impact detection parameters, None to switch detection off.
         loop_period_s: Longest wait of the device loop between iterations [s].
         max_step_s: Longest physics step [s].
+        arrival_resolution_s: Frames sent within this of the physics time act at that time
+            (one physics step per burst of frames, not per frame) [s].
         history_period_s: Minimum spacing of history samples [s].
         history_capacity: History samples kept (ring buffer).
         impact_batch_s: Physics samples are handed to the impact detector in batches this long.
@@ -33,6 +35,7 @@ class SimConfig:
     impacts: ImpactConfig | None = field(default_factory=ImpactConfig)
     loop_period_s: float = 0.005
     max_step_s: float = 0.001
+    arrival_resolution_s: float = 0.0002
     history_period_s: float = 0.001
     history_capacity: int = 120_000
     impact_batch_s: float = 0.02
@@ -44,6 +47,8 @@ class SimConfig:
         Raises:
             ValueError: Naming the first field out of range.
         """
+        if not 0 <= self.arrival_resolution_s <= self.max_step_s:
+            raise ValueError('SimConfig.arrival_resolution_s must be in [0, max_step_s]')
         for name in ('loop_period_s', 'max_step_s', 'impact_batch_s'):
             if not getattr(self, name) > 0:
                 raise ValueError(f'SimConfig.{name} must be > 0')

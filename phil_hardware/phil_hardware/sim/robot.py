@@ -98,6 +98,8 @@ class SimulatedRobot:
         self.model = model
         self.config = config or SimConfig()
         self.clock = clock or MonotonicClock()
+        # Frames carry their CLOCK_MONOTONIC send time; only this clock can place them.
+        self._send_times_usable = isinstance(self.clock, MonotonicClock)
         self._buses = dict(can_buses)
         # The transport's receive path drains a multicast socket several times faster than
         # python-can's recv and drops the devices' own echoed frames; a 1 kHz Maxon bus feeds
@@ -249,22 +251,36 @@ class SimulatedRobot:
                 None reads every bus and the serial line.
         """
         now = self.clock.now_s() if now_s is None else now_s
-        self._advance_to(now)
+        # Frames act at their send time, in send order across the buses, however late this
+        # loop runs: the physics between them is advanced first, so a command moves the
+        # simulated joint when it was sent (as on a real bus), not when the loop got to it.
+        arrivals: list[tuple[float, int, str, CanFrame]] = []
         received: list[CanFrame] = []
+        sent_at: list[float] = []
         for name, transport in self._transports.items():
             if ready_fds is not None and self._fds.get(name) not in ready_fds:
                 continue
-            devices = self._on_bus[name]
             received.clear()
-            self.frames_received += transport.drain(received, _MAX_FRAMES_PER_STEP)
+            sent_at.clear()
+            self.frames_received += transport.drain(received, _MAX_FRAMES_PER_STEP, sent_at)
             last_sync = max((i for i, frame in enumerate(received) if frame == _SYNC),
                             default=-1)
             for index, frame in enumerate(received):
                 if frame == _SYNC and index != last_sync:
                     self.syncs_skipped += 1
                     continue
-                for device in devices:
-                    self._send(transport, device.handle(frame, now))
+                sent = sent_at[index] if self._send_times_usable else now
+                at = now if sent != sent else min(max(sent, self._time_s), now)
+                arrivals.append((at, len(arrivals), name, frame))
+        arrivals.sort()
+        resolution = self.config.arrival_resolution_s
+        for at, _, name, frame in arrivals:
+            if at - self._time_s > resolution:
+                self._advance_to(at)
+            transport = self._transports[name]
+            for device in self._on_bus[name]:
+                self._send(transport, device.handle(frame, at))
+        self._advance_to(now)
         if self.bank is not None and self._serial is not None:
             if ready_fds is None or self._fds.get('') in ready_fds:
                 self.bank.receive(self._serial.read(), now)

@@ -36,7 +36,7 @@ from phil_control.core.play.common import (
     WaistChooser,
 )
 from phil_control.core.play.robot import PlayRobot, StrikeTarget, UnknownDrumError
-from phil_control.core.play.session import PlaySession
+from phil_control.core.play.session import MAX_MOTION_LEAD_S, PlaySession
 from phil_control.core.play.timeline import (
     PlaySource,
     ResumePoint,
@@ -61,6 +61,7 @@ from phil_control.core.play.window_motion import (
 )
 
 __all__ = [
+    'MAX_MOTION_LEAD_S',
     'ChunkKind',
     'CommandedHit',
     'ControlMode',

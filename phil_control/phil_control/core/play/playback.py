@@ -75,7 +75,9 @@ class Playback:
 
     Attributes:
         timeline: The events being played.
-        clock: Score time <-> wall time (actual speeds, including guarded windows).
+        clock: Score time <-> wall time of the motion (actual speeds, including guarded
+            windows); the music is `motion_lead_s` later.
+        motion_lead_s: How far the motion runs ahead of the music, s.
         requested_speed: Speed asked for (start, set_speed).
         speed: Speed of the last generated window.
         hits: Scheduled hits of the emitted (not replaced) chunks, in time order.
@@ -94,8 +96,12 @@ class Playback:
         improv: bool,
         chooser: WaistChooser,
         wrist_torque: bool = True,
+        motion_lead_s: float = 0.0,
     ) -> None:
         """Plan DRUM START from `current_positions_rad` at wall time `start_s`.
+
+        The motion runs `motion_lead_s` ahead of the music: `clock` is the motion's clock, and
+        a hit's command time (the music's) is its strike point's time plus the lead.
 
         Raises:
             PlayAborted: The reset pose cannot be reached.
@@ -124,8 +130,14 @@ class Playback:
         self.aborted: PlayAborted | None = None
         self.guarded_windows = 0
         self._start_s = start_s
-        self._start_move = TransferMove(np.asarray(current_positions_rad, dtype=float), reset)
-        self.clock = ScoreClock(start_s + TRANSFER_DURATION_S, speed)
+        # DRUM START ends where the (led) motion clock starts the score.
+        self._start_move = TransferMove(
+            np.asarray(current_positions_rad, dtype=float),
+            reset,
+            duration_s=TRANSFER_DURATION_S - motion_lead_s,
+        )
+        self.motion_lead_s = motion_lead_s
+        self.clock = ScoreClock(start_s + TRANSFER_DURATION_S - motion_lead_s, speed)
         self._started = _Point(self.clock.wall_at(0.0), reset, np.zeros_like(reset))
         self._replace_next = False
         self._last = self._started
@@ -133,7 +145,7 @@ class Playback:
             self._chain_next(keep_until=0)
 
     def drum_start(self) -> list[MotionChunk]:
-        """The DRUM START chunks (4.0 s COSINE to the reset pose)."""
+        """The DRUM START chunks (4.0 s COSINE to the reset pose, less the motion lead)."""
         return self._transfer(ChunkKind.DRUM_START, self._start_s, self._start_move, False)
 
     def fill(self, now_s: float, lookahead_s: float, replace: bool = False) -> list[MotionChunk]:
@@ -268,7 +280,11 @@ class Playback:
         start_s = self.clock.wall_at(motion.start_s)
         play_id = self.timeline.source_of(window.target.index).play_id
         hits = tuple(
-            ScheduledHit(hit, play_id, start_s + (hit.score_time_s - motion.start_s) / speed)
+            ScheduledHit(
+                hit,
+                play_id,
+                start_s + (hit.score_time_s - motion.start_s) / speed + self.motion_lead_s,
+            )
             for hit in motion.hits
         )
         # the first point is the previous last point (the same instant up to rounding)

@@ -45,6 +45,9 @@ from phil_control.core.play.timeline import (
 )
 from phil_control.core.score import PlayList, normalize_speed
 
+# Drives follow within milliseconds; a larger lead would be a mistake, not a calibration.
+MAX_MOTION_LEAD_S = 0.05
+
 
 class PlaySession:
     """Plays scores and single HITs; one play at a time, reusable afterwards.
@@ -58,6 +61,8 @@ class PlaySession:
             to deliver it to the trajectory generator).
         extra_lookahead_s: Generated motion reaches one bar plus this beyond `now`, s.
         resume_point: Saved by `pause`, cleared by `start` and `stop`.
+        motion_lead_s: The motion runs this far ahead of the music (hits, audio, progress), so
+            drives that follow their commands this late strike on time, s.
         wrist_torque: Wrists in torque mode (CST) while playing; False keeps them in position.
         audio: Audio track of the current play ('' when silent or resumed).
     """
@@ -69,10 +74,16 @@ class PlaySession:
         margin_s: float = 0.1,
         extra_lookahead_s: float = 0.5,
         wrist_torque: bool = True,
+        motion_lead_s: float = 0.0,
     ) -> None:
         """Set up; nothing moves until `start` or `hit`."""
+        if not (math.isfinite(motion_lead_s) and 0.0 <= motion_lead_s <= MAX_MOTION_LEAD_S):
+            raise ValueError(
+                f'motion_lead_s must be in [0, {MAX_MOTION_LEAD_S}] s, got {motion_lead_s}'
+            )
         self.robot = robot
         self.wrist_torque = wrist_torque
+        self.motion_lead_s = motion_lead_s
         self.play_list = play_list
         self.margin_s = margin_s
         self.extra_lookahead_s = extra_lookahead_s
@@ -271,7 +282,8 @@ class PlaySession:
         Raises:
             RuntimeError: No play was started.
         """
-        return self._require_play().clock.score_at(wall_s)
+        play = self._require_play()
+        return play.clock.score_at(wall_s - play.motion_lead_s)
 
     def wall_time_at(self, score_s: float) -> float:
         """Wall time of a score time, s (score time 0 = end of DRUM START; audio starts there).
@@ -279,7 +291,8 @@ class PlaySession:
         Raises:
             RuntimeError: No play was started.
         """
-        return self._require_play().clock.wall_at(score_s)
+        play = self._require_play()
+        return play.clock.wall_at(score_s) + play.motion_lead_s
 
     @property
     def end_time_s(self) -> float | None:
@@ -297,7 +310,7 @@ class PlaySession:
         play = self._play
         if play is None:
             return PlayProgress('', 0, 0, 1.0, 0.0, 0.0, 0)
-        score_s = max(play.clock.score_at(now_s), 0.0)
+        score_s = max(self.score_time_at(now_s), 0.0)
         events = play.timeline.events
         reached = next((e for e in reversed(events) if e.time_s <= score_s), events[0])
         source = play.timeline.source_of(reached.index)
@@ -340,6 +353,7 @@ class PlaySession:
             improv,
             self._chooser,
             self.wrist_torque,
+            self.motion_lead_s,
         )
         self._play, self._reported = play, 0
         return [*play.drum_start(), *play.fill(now_s, self.extra_lookahead_s)]

@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
+import math
 import socket
+import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +44,8 @@ IPV6_MULTICAST_ALL = 29
 # seconds of traffic; the kernel caps it at net.core.rmem_max unless we may force it.
 UDP_RECEIVE_BUFFER_BYTES = 4 * 1024 * 1024
 _MAX_DRAIN_PER_CALL = 256
+# A send time later than the receiver's clock by more than this is not one (s).
+_SEND_TIME_SLACK_S = 1.0
 
 
 class TransportError(RuntimeError):
@@ -239,14 +243,23 @@ class CanTransport:
         self.bits_sent += _FRAME_BITS[frame.is_extended_id][min(len(frame.data), 8)]
         return True
 
-    def drain(self, out: list[CanFrame], limit: int = _MAX_DRAIN_PER_CALL) -> int:
+    def drain(self, out: list[CanFrame], limit: int = _MAX_DRAIN_PER_CALL,
+              sent_at: list[float] | None = None) -> int:
         """Append every frame that has arrived (at most ``limit``) to ``out`` without waiting.
+
+        Args:
+            out: Receives the frames.
+            limit: Most frames taken in one call.
+            sent_at: If given, receives one CLOCK_MONOTONIC send time per frame [s] where the
+                sender recorded it (this module's udp_multicast path), else NaN. Simulated
+                devices act on a frame at its send time, as a real device would on a real bus,
+                whenever their own loop gets to run.
 
         Returns:
             Number of frames appended.
         """
         if self._fast is not None:
-            return self._fast.drain(self, out, limit)
+            return self._fast.drain(self, out, limit, sent_at)
         received = 0
         attempts = 0
         bus = self._bus
@@ -268,6 +281,8 @@ class CanTransport:
                 continue
             data = bytes(message.data)
             out.append(CanFrame(message.arbitration_id, data, message.is_extended_id))
+            if sent_at is not None:
+                sent_at.append(math.nan)
             self.frames_received += 1
             self.bits_received += _FRAME_BITS[message.is_extended_id][min(len(data), 8)]
             received += 1
@@ -314,7 +329,9 @@ class _UdpFastPath:
     def send(self, frame: CanFrame) -> str | None:
         data = frame.data
         packed = self._packb({
-            'timestamp': 0.0, 'arbitration_id': frame.arbitration_id,
+            # python-can's receiver replaces it with its receive time; this path's receiver
+            # reads it as the send time (one host, one CLOCK_MONOTONIC).
+            'timestamp': time.monotonic(), 'arbitration_id': frame.arbitration_id,
             'is_extended_id': frame.is_extended_id, 'is_remote_frame': False,
             'is_error_frame': False, 'channel': self._tag, 'dlc': len(data), 'data': data,
             'is_fd': False, 'bitrate_switch': False, 'error_state_indicator': False,
@@ -325,8 +342,10 @@ class _UdpFastPath:
             return str(error)
         return None
 
-    def drain(self, owner: CanTransport, out: list[CanFrame], limit: int) -> int:
+    def drain(self, owner: CanTransport, out: list[CanFrame], limit: int,
+              sent_at: list[float] | None = None) -> int:
         received = 0
+        latest = time.monotonic() + _SEND_TIME_SLACK_S
         sock = self._sock
         tag = self._tag_bytes
         for _ in range(2 * limit):
@@ -355,6 +374,11 @@ class _UdpFastPath:
                 owner.last_error = f'receive: undecodable datagram ({error})'
                 continue
             out.append(CanFrame(arbitration_id, data, extended))
+            if sent_at is not None:
+                stamp = fields.get('timestamp')
+                # Other senders stamp wall-clock time (or nothing): not a send time here.
+                valid = isinstance(stamp, float) and 0.0 < stamp <= latest
+                sent_at.append(stamp if valid else math.nan)
             owner.frames_received += 1
             owner.bits_received += _FRAME_BITS[extended][len(data)]
             received += 1
