@@ -54,6 +54,7 @@ from phil_control.core.play import (
 from phil_control.core.score import SpeedError, load_play_list, normalize_speed
 from phil_control.ros_conversions import TimeBase
 from phil_control.trajectory_generator_node import CHUNKS_QOS, LATCHED
+from phil_control.work_timer import WorkTimer
 from phil_description.core import default_robot_model
 from phil_description.node_runner import run_node
 from phil_msgs.action import Hit, Play
@@ -161,7 +162,7 @@ class ScorePlayer(Node):
                 ('hit', Hit, partial(self._execute, self._start_hit, Hit.Result)),
             )
         ]
-        self.create_timer(self.config.poll_period_s, self._on_tick, callback_group=io_group)
+        self._ticks = WorkTimer(self, self.config.poll_period_s, self._on_tick, io_group)
         self.get_logger().info(
             f'ready: play list {self.config.play_list}, audio {self.config.audio_dir}, '
             f'poll {self.config.poll_period_s} s, lead one bar + {self.config.lead_s} s'
@@ -256,6 +257,7 @@ class ScorePlayer(Node):
         except _GOAL_ERRORS as error:
             return str(error)
         goal = self._goal = _Goal(goal_handle, 'play', chunks[0].start_time_s)
+        self._ticks.resume()
         self._publish(chunks)
         track = self._track('' if request.resume else self.session.audio)
         self.audio.arm(track)
@@ -283,6 +285,7 @@ class ScorePlayer(Node):
             return str(error)
         impact = self.session.commanded_hits[0].command_time_s
         goal = self._goal = _Goal(goal_handle, 'hit', chunks[0].start_time_s, impact_s=impact)
+        self._ticks.resume()
         self._publish(chunks)
         self.audio.arm(None)
         return goal
@@ -292,6 +295,7 @@ class ScorePlayer(Node):
         with self._lock:
             goal = self._goal
             if goal is None:
+                self._ticks.pause()  # resumed by the next play or HIT
                 return
             now = self._now_s()
             if goal.handle.is_cancel_requested and not goal.cancelling:

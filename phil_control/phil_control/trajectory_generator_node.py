@@ -71,6 +71,7 @@ from phil_control.core.motion import (
     chunk_trajectory,
 )
 from phil_control.ros_conversions import EXECUTOR_THREADS, PARAMETERS, GeneratorConfig
+from phil_control.work_timer import WorkTimer
 from phil_description.core import default_robot_model
 from phil_description.node_runner import run_node
 from phil_msgs.action import Gesture, Look, Move, Pose
@@ -200,13 +201,8 @@ class TrajectoryGenerator(Node):
                 ('pose', Pose, convert.pose_request),
             )
         ]
-        # The tick runs only while goals or queued chunks need it: an idle executor that
-        # wakes 100 times a second answers the next goal later (every wake rebuilds its wait set).
-        self._tick_timer = self.create_timer(
-            self.config.publish_period_s, self._on_tick, callback_group=io_group
-        )
-        # Wakes the executor so it waits on the re-armed timer (a reset alone does not).
-        self._tick_wake = self.create_guard_condition(lambda: None, callback_group=io_group)
+        # The tick runs only while goals or queued chunks need it.
+        self._ticks = WorkTimer(self, self.config.publish_period_s, self._on_tick, io_group)
         self._publish_state()
         self.get_logger().info(
             f'ready: {len(names)} joints, chunks {self.config.chunking.chunk_duration_s} s / '
@@ -275,7 +271,7 @@ class TrajectoryGenerator(Node):
                     )
                     self._publish_due(now)
                     self._publish_state()
-                    self._wake_ticks()
+                    self._ticks.resume()
             self._started[_goal_key(goal_handle)] = (goal, problem)
         goal_handle.execute()
 
@@ -332,13 +328,7 @@ class TrajectoryGenerator(Node):
             self._publish_due(now)
             self._planner.prune(now - _HISTORY_S)
             if not self._goals and not self._pending:
-                self._tick_timer.cancel()
-
-    def _wake_ticks(self) -> None:
-        """Re-arm the tick timer (lock held): a goal or queued chunks need it."""
-        if self._tick_timer.is_canceled():
-            self._tick_timer.reset()
-            self._tick_wake.trigger()
+                self._ticks.pause()
 
     def _feedback(self, goal: _Goal, now: float) -> None:
         feedback = goal.feedback_type()
@@ -370,7 +360,7 @@ class TrajectoryGenerator(Node):
         )
         self._publish_due(now)
         self._publish_state()
-        self._wake_ticks()
+        self._ticks.resume()
         if plan.limited_by is not None:
             self.get_logger().warning(
                 f'halt shortened to stop {plan.limited_by} at its limit '
