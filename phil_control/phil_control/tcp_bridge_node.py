@@ -6,8 +6,9 @@ acknowledged mode reports. GET_STATUS is answered at once from the latest /phil/
 Parameters: ``address`` (127.0.0.1), ``port`` (1951), ``max_line_bytes`` (4096),
 ``max_clients`` (16), ``reply_timeout_s`` (2.0), ``log_dir`` ('' = no command log).
 
-The TCP server runs on its own thread (asyncio); it calls the handler, which waits at most
-``reply_timeout_s`` for the planner's answer; ROS callbacks never wait.
+The TCP server runs on its own thread (asyncio); it calls the handler in a worker thread,
+which waits at most ``reply_timeout_s`` for the planner's answer while the other clients are
+served; ROS callbacks never wait.
 """
 
 from __future__ import annotations

@@ -3,9 +3,11 @@ several clients, acknowledged mode, QUIT, the command log and shutdown."""
 
 from __future__ import annotations
 
+import math
 import socket
 import subprocess
 import sys
+import threading
 
 import pytest
 from test_tcp_support import (
@@ -95,6 +97,35 @@ def test_several_clients_at_once_are_told_apart():
         for client in clients:
             client.close()
         wait_until(lambda: server.client_count == 0, 'all clients gone')
+
+
+class BlockingHandler(RecordingHandler):
+    """Holds every command until released, like a planner that is slow to answer."""
+
+    def __init__(self):
+        super().__init__()
+        self.release = threading.Event()
+
+    def handle(self, command, client_id):
+        reply = super().handle(command, client_id)
+        self.release.wait(10.0)
+        return reply
+
+
+def test_a_command_waiting_for_its_answer_does_not_hold_other_clients():
+    with running_server(BlockingHandler()) as (server, handler):
+        slow, other = LineClient(server.address), LineClient(server.address)
+        try:
+            slow.send('PROTOCOL|2\n')
+            assert slow.line() == 'OK|PROTOCOL'
+            slow.send('LOOK|0|10\nLOOK|0|20\n')
+            wait_until(lambda: len(handler.calls) == 1, 'the first command handled')
+            assert other.status() == STATUS_LINE.strip()  # served while LOOK waits
+            assert len(handler.calls) == 1  # the second LOOK waits for the first's answer
+        finally:
+            handler.release.set()
+        assert slow.lines(2) == ['OK|LOOK', 'OK|LOOK']
+        assert [round(math.degrees(c.tilt_rad)) for c in handler.commands()] == [10, 20]
 
 
 def test_ack_mode_answers_every_line_once():

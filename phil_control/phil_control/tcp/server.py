@@ -278,7 +278,7 @@ class TcpServer:
                 if not data:
                     break
                 for event in connection.framer.feed(data):
-                    self._process(connection, event)
+                    await self._process(connection, event)
                     if connection.closing:
                         break
                 # read() does not yield while data is buffered: without this a client that
@@ -308,7 +308,7 @@ class TcpServer:
 
     # ------------------------------------------------------------ line handling
 
-    def _process(self, connection: _Connection, event: FramedLine | LineTooLong) -> None:
+    async def _process(self, connection: _Connection, event: FramedLine | LineTooLong) -> None:
         if isinstance(event, LineTooLong):
             reason = (f'line longer than {event.limit_bytes} bytes; discarded up to the next '
                       'newline')
@@ -335,7 +335,11 @@ class TcpServer:
             if was_ack or connection.ack:
                 self._send(connection, f'OK|{opcode}\n')
             return
-        reply = self._call_handler(result, connection.client_id)
+        # The handler may wait for the planner: in a worker thread, so other clients (and this
+        # one's GET_STATUS after the line is answered) are served meanwhile; lines of one
+        # client stay in order because this coroutine awaits the reply.
+        reply = await asyncio.get_running_loop().run_in_executor(
+            None, self._call_handler, result, connection.client_id)
         self._log(connection, text, opcode, reply.accepted, reply.reason)
         if reply.accepted:
             note = f'|{wire_text(reply.reason)}' if reply.reason else ''
