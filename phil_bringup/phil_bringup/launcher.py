@@ -22,6 +22,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -33,6 +34,7 @@ SIGINT_REPEAT_S = 5.0  # longer than any node needs to shut down cleanly
 QUIT_TIMEOUT_S = 60.0  # QUIT drives to the shutdown pose first
 SIMULATOR_READY_TIMEOUT_S = 30.0
 SIMULATOR_READY_LINE = 'device simulator ready'
+OUTPUT_TAIL_LINES = 100  # a Python traceback of an interrupted import fits
 _PR_SET_PDEATHSIG = 1
 try:  # resolved before any fork: the child only makes the call
     _prctl = ctypes.CDLL(None, use_errno=True).prctl
@@ -90,7 +92,8 @@ class Running:
     spec: NodeSpec
     process: subprocess.Popen
     ready: threading.Event = field(default_factory=threading.Event)
-    last_line: str = ''
+    # The end of its output: how it ended (a KeyboardInterrupt report after Ctrl-C).
+    tail: deque = field(default_factory=lambda: deque(maxlen=OUTPUT_TAIL_LINES))
     pump: threading.Thread | None = None
 
 
@@ -132,7 +135,7 @@ class Launcher:
         prefix = f'[{running.spec.name}] '
         for line in running.process.stdout:
             if line.strip():
-                running.last_line = line.strip()
+                running.tail.append(line.strip())
             if SIMULATOR_READY_LINE in line or running.spec.ros_node:
                 running.ready.set()
             if log is not None:
@@ -197,11 +200,14 @@ class Launcher:
                 print(f'[phil] {running.spec.name} did not stop; killing it', file=sys.stderr)
                 os.killpg(running.process.pid, signal.SIGKILL)
                 code = running.process.wait()
-            # Python ends with a bare 'KeyboardInterrupt' line (code 1) when Ctrl-C comes while
-            # the interpreter is still starting: stopped, not failed.
+            # Ctrl-C while the interpreter or an import is still starting ends the process with
+            # code 1 and a report that names KeyboardInterrupt (as the last line, in an
+            # "Exception ignored in" report, or as the cause of an ImportError): stopped, not
+            # failed.
             if running.pump is not None:
-                running.pump.join(1.0)  # its last line
-            interrupted = running.last_line == 'KeyboardInterrupt'
+                running.pump.join(1.0)  # its last lines
+            interrupted = any(line.partition(':')[0] == 'KeyboardInterrupt'
+                              for line in running.tail)
             if code not in (0, -signal.SIGINT) and not interrupted:
                 print(f'[phil] {running.spec.name} exited with code {code}', file=sys.stderr,
                       flush=True)
