@@ -132,6 +132,7 @@ def test_a_backlog_of_syncs_is_answered_once_with_the_newest_target(model, rig):
                epos4.encode_controlword(7, 0x06), epos4.encode_controlword(7, 0x0F))
     setup.run(0.01)
     setup.received('can3')
+    syncs_before = setup.robot.device('right_wrist').sync_count
     for step in range(5):  # five 1 ms cycles queued at once
         setup.send('can3', epos4.encode_target_position(7, -0.01 * (step + 1)),
                    epos4.encode_sync())
@@ -139,6 +140,8 @@ def test_a_backlog_of_syncs_is_answered_once_with_the_newest_target(model, rig):
     setup.robot.step()
     replies = [f for f in setup.received('can3') if f.arbitration_id == 0x187]
     assert len(replies) == 1 and setup.robot.syncs_skipped == 4
+    # Every SYNC still latched its target: the motion passes through all of them.
+    assert setup.robot.device('right_wrist').sync_count == syncs_before + 5
     setup.run(0.05, each_step=[epos4.encode_sync()])
     tpdo = [epos4.decode_feedback(f) for f in setup.received('can3')
             if f.arbitration_id == 0x187][-1]

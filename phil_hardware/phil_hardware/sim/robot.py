@@ -140,7 +140,7 @@ class SimulatedRobot:
         self._fds: dict[str, int] = {}
         self._truth_sources = [(d.joint.index, d.motor, d.axis) for d in self.devices.values()]
         self.frames_received = 0
-        self.syncs_skipped = 0  # stale SYNCs not answered (see _MAX_FRAMES_PER_STEP)
+        self.syncs_skipped = 0  # stale SYNCs latched but not answered (see step)
         self.send_errors = 0
         self.loop_errors = 0
         self._record(self._time_s)
@@ -254,7 +254,7 @@ class SimulatedRobot:
         # Frames act at their send time, in send order across the buses, however late this
         # loop runs: the physics between them is advanced first, so a command moves the
         # simulated joint when it was sent (as on a real bus), not when the loop got to it.
-        arrivals: list[tuple[float, int, str, CanFrame]] = []
+        arrivals: list[tuple[float, int, str, CanFrame, bool]] = []
         received: list[CanFrame] = []
         sent_at: list[float] = []
         for name, transport in self._transports.items():
@@ -266,20 +266,24 @@ class SimulatedRobot:
             last_sync = max((i for i, frame in enumerate(received) if frame == _SYNC),
                             default=-1)
             for index, frame in enumerate(received):
-                if frame == _SYNC and index != last_sync:
+                # A stale SYNC of a backlog still latches the drives' targets (the motion must
+                # not lose them) but is not answered: its feedback would be old news.
+                answer = frame != _SYNC or index == last_sync
+                if not answer:
                     self.syncs_skipped += 1
-                    continue
                 sent = sent_at[index] if self._send_times_usable else now
                 at = now if sent != sent else min(max(sent, self._time_s), now)
-                arrivals.append((at, len(arrivals), name, frame))
+                arrivals.append((at, len(arrivals), name, frame, answer))
         arrivals.sort()
         resolution = self.config.arrival_resolution_s
-        for at, _, name, frame in arrivals:
+        for at, _, name, frame, answer in arrivals:
             if at - self._time_s > resolution:
                 self._advance_to(at)
             transport = self._transports[name]
             for device in self._on_bus[name]:
-                self._send(transport, device.handle(frame, at))
+                replies = device.handle(frame, at)
+                if answer:
+                    self._send(transport, replies)
         self._advance_to(now)
         if self.bank is not None and self._serial is not None:
             if ready_fds is None or self._fds.get('') in ready_fds:
