@@ -163,10 +163,14 @@ def test_estop_holds_the_measured_pose_and_reset_allows_motion_again(active, mod
     assert ctl.faults()[0].code == FaultCode.ESTOP
     assert ctl.reset() == []
     assert ctl.push_chunk(move_chunk(ctl, model.poses['ready'], 0.5)) is None
-    active.run(1.0)
-    # Moving again; the gain-1000 shoulders settle with a ~2 s time constant (velocity law).
-    assert np.degrees(np.abs(active.robot.joint_positions_rad() - model.poses['ready'])).max() \
-        < 2.0
+
+    def at_ready() -> bool:
+        error = np.abs(active.robot.joint_positions_rad() - model.poses['ready'])
+        return np.degrees(error).max() < 2.0
+
+    # Moving again; the gain-1000 shoulders settle with a ~2 s time constant (velocity law),
+    # and a loaded machine ticks this in-process rig less often: wait for it, bounded.
+    assert active.run(3.0, until=at_ready)
 
 
 def test_wrists_switch_to_cst_and_back_with_the_upstream_frames(active):
