@@ -18,10 +18,10 @@ from sensor_msgs.msg import JointState
 
 from phil_control.core.motion import Chunk
 from phil_control.core.play import (
-    MAX_MOTION_LEAD_S,
     MotionChunk,
     PlayProgress,
     ScheduledHit,
+    check_motion_lead_s,
     timing_stats,
 )
 from phil_control.core.score import Hand
@@ -132,10 +132,10 @@ class PlayerConfig:
                 f'parameter stamp_clock must be one of {", ".join(STAMP_CLOCKS)}, '
                 f'got {values["stamp_clock"]!r}'
             )
-        if not (math.isfinite(values['motion_lead_s'])
-                and 0.0 <= values['motion_lead_s'] <= MAX_MOTION_LEAD_S):
-            raise ValueError(f'parameter motion_lead_s must be in [0, {MAX_MOTION_LEAD_S}] s, '
-                             f'got {values["motion_lead_s"]}')
+        try:
+            check_motion_lead_s(values['motion_lead_s'])
+        except ValueError as error:
+            raise ValueError(f'parameter {error}') from None
         play_list = Path(values['play_list']) if values['play_list'] else default_play_list()
         if values['play_list'] and not play_list.is_file():
             raise ValueError(f'parameter play_list: no such file: {play_list}')

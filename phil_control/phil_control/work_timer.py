@@ -29,11 +29,6 @@ class WorkTimer:
         # A reset alone does not wake an executor already waiting without the timer.
         self._wake = node.create_guard_condition(lambda: None, callback_group=callback_group)
 
-    @property
-    def running(self) -> bool:
-        """The timer is armed."""
-        return not self._timer.is_canceled()
-
     def pause(self) -> None:
         """Stop calling back until ``resume``."""
         self._timer.cancel()

@@ -473,3 +473,5 @@ def test_default_play_list_is_the_workspace_one():
         PlayerConfig.from_parameters({**values, 'play_list': '/nonexistent.yaml'})
     with pytest.raises(ValueError, match='poll_period_s'):
         PlayerConfig.from_parameters({**values, 'poll_period_s': 0.0})
+    with pytest.raises(ValueError, match='parameter motion_lead_s'):
+        PlayerConfig.from_parameters({**values, 'motion_lead_s': 0.5})

@@ -16,6 +16,7 @@ Typical use::
 from __future__ import annotations
 
 import logging
+import math
 import select
 import threading
 from collections.abc import Callable, Mapping
@@ -42,9 +43,9 @@ from phil_hardware.sim.tmotor_device import TMotorDevice
 _LOG = logging.getLogger(__name__)
 # Frames taken from one bus per loop iteration, bounded so a flood cannot hold back every
 # device's periodic sends and the Dynamixel line. A simulator that fell behind (a loaded
-# machine) answers only the newest SYNC of what it took: a drive late for its SYNC has nothing
-# useful to say about the old ones, and answering each would keep it behind, acting on targets
-# tens of milliseconds old.
+# machine) answers only the newest SYNC of what it took (the older ones still latch their
+# targets, at their send times): replies to old SYNCs are old news and would only load the
+# buses.
 _MAX_FRAMES_PER_STEP = 256
 _SYNC = CanFrame(SYNC_COB_ID, b'')
 
@@ -271,8 +272,9 @@ class SimulatedRobot:
                 answer = frame != _SYNC or index == last_sync
                 if not answer:
                     self.syncs_skipped += 1
-                sent = sent_at[index] if self._send_times_usable else now
-                at = now if sent != sent else min(max(sent, self._time_s), now)
+                sent = sent_at[index]
+                at = (min(max(sent, self._time_s), now)
+                      if self._send_times_usable and math.isfinite(sent) else now)
                 arrivals.append((at, len(arrivals), name, frame, answer))
         arrivals.sort()
         resolution = self.config.arrival_resolution_s

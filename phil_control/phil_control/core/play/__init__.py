@@ -36,7 +36,7 @@ from phil_control.core.play.common import (
     WaistChooser,
 )
 from phil_control.core.play.robot import PlayRobot, StrikeTarget, UnknownDrumError
-from phil_control.core.play.session import MAX_MOTION_LEAD_S, PlaySession
+from phil_control.core.play.session import PlaySession, check_motion_lead_s
 from phil_control.core.play.timeline import (
     PlaySource,
     ResumePoint,
@@ -61,7 +61,6 @@ from phil_control.core.play.window_motion import (
 )
 
 __all__ = [
-    'MAX_MOTION_LEAD_S',
     'ChunkKind',
     'CommandedHit',
     'ControlMode',
@@ -85,6 +84,7 @@ __all__ = [
     'UnknownDrumError',
     'WaistChooser',
     'WindowMotion',
+    'check_motion_lead_s',
     'downward_crossing',
     'generate_window',
     'match_hits',

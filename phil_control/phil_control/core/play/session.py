@@ -49,6 +49,12 @@ from phil_control.core.score import PlayList, normalize_speed
 MAX_MOTION_LEAD_S = 0.05
 
 
+def check_motion_lead_s(value: float) -> None:
+    """Raise ValueError naming ``motion_lead_s`` unless it is in [0, MAX_MOTION_LEAD_S] s."""
+    if not (math.isfinite(value) and 0.0 <= value <= MAX_MOTION_LEAD_S):
+        raise ValueError(f'motion_lead_s must be in [0, {MAX_MOTION_LEAD_S}] s, got {value}')
+
+
 class PlaySession:
     """Plays scores and single HITs; one play at a time, reusable afterwards.
 
@@ -77,10 +83,7 @@ class PlaySession:
         motion_lead_s: float = 0.0,
     ) -> None:
         """Set up; nothing moves until `start` or `hit`."""
-        if not (math.isfinite(motion_lead_s) and 0.0 <= motion_lead_s <= MAX_MOTION_LEAD_S):
-            raise ValueError(
-                f'motion_lead_s must be in [0, {MAX_MOTION_LEAD_S}] s, got {motion_lead_s}'
-            )
+        check_motion_lead_s(motion_lead_s)
         self.robot = robot
         self.wrist_torque = wrist_torque
         self.motion_lead_s = motion_lead_s
