@@ -1,10 +1,14 @@
 """The whole graph against the device simulators, driven over TCP exactly like the brain:
 START, READY, LOOK, GESTURE nod, MOVE, POSE ready, HIT snare, PLAY for several bars, PAUSE,
-RESUME, PLAY_CTRL speed, PLAY_CTRL stop, QUIT. States in GET_STATUS follow; the frames on the
-simulated CAN buses carry the commanded targets; the simulator detects the strikes; QUIT ends
-every process with exit code 0; the run's logs and plots are written."""
+RESUME, PLAY_CTRL speed, PLAY_CTRL stop, QUIT; plus a `phil move` (ROS goal) cancelled with
+Ctrl-C. States in GET_STATUS follow; the frames on the simulated CAN buses carry the commanded
+targets; the simulator detects the strikes; QUIT ends every process with exit code 0; the
+run's logs and plots are written."""
 
 import math
+import signal
+import subprocess
+import sys
 import time
 
 import pytest
@@ -108,6 +112,7 @@ def test_brain_session_moves_the_simulated_robot_and_quits_cleanly(graph):
     assert all(errors[joint] < 0.5 for joint in checked), errors          # measured (TMotor)
     assert all(errors[joint] < 0.05 for joint in ('right_wrist', 'left_wrist')), errors
 
+    cancelled_move(robot)
     drum_session(robot)
 
     assert robot.line('QUIT') == 'OK|QUIT'
@@ -119,6 +124,29 @@ def test_brain_session_moves_the_simulated_robot_and_quits_cleanly(graph):
         assert (logs / name).is_file(), name
     assert plot_run(logs) == 0
     assert len(list((logs / 'plots').glob('*.png'))) >= 4
+
+
+def cancelled_move(robot: RunningGraph) -> None:
+    """A `phil move` interrupted with Ctrl-C cancels its /phil/move goal: the arm halts short
+    of the target and the robot is IDLE again."""
+    elbow = MODEL.joint('right_elbow').index
+    start_deg = status_angles_deg(robot.status())[elbow]
+    target_deg = start_deg - 40.0
+    move = subprocess.Popen(
+        [sys.executable, '-m', 'phil_bringup.cli.main', 'move', f'right_elbow={target_deg}',
+         '--duration', '6'], env=robot.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True)
+    try:
+        assert wait_for(lambda: status_angles_deg(robot.status())[elbow] != pytest.approx(
+            start_deg, abs=0.01), 20.0), 'the move never started'
+        time.sleep(1.0)
+        move.send_signal(signal.SIGINT)
+        assert move.wait(30.0) == 130, move.stdout.read()
+    finally:
+        move.kill()
+    robot.wait_state('IDLE', 30.0)
+    halted_deg = status_angles_deg(robot.status())[elbow]
+    assert abs(halted_deg - target_deg) > 5.0, (start_deg, halted_deg, target_deg)
 
 
 def drum_session(robot: RunningGraph) -> None:

@@ -9,8 +9,11 @@ publishes /phil/shutdown (std_msgs/Empty) when QUIT has finished, which ends eve
 
 Every command, from any route, goes through one StateMachine under one lock. A goal whose
 command is rejected is accepted and aborted at once with the reason in its result (a rejected
-ROS goal carries no reason). Execute callbacks wait for their motion in a reentrant group of a
-MultiThreadedExecutor; the state machine's actions run on GraphLinks' worker thread.
+ROS goal carries no reason). Cancelling a goal halts its motion (or stops its play); the goal
+ends canceled when the joints are at rest.
+The node runs in a SingleThreadedExecutor and no callback blocks:
+execute callbacks are coroutines that wait for their motion's completion (which wakes the
+executor); the state machine's actions run on GraphLinks' worker thread.
 """
 
 from __future__ import annotations
@@ -21,9 +24,8 @@ import threading
 import time
 from functools import partial
 
-from rclpy.action import ActionServer
+from rclpy.action import ActionServer, CancelResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
@@ -43,6 +45,7 @@ from phil_control.ros_conversions import measured_positions
 from phil_control.tcp.handler import MachineCommandHandler
 from phil_description.core import default_robot_model
 from phil_description.node_runner import GRAPH_SHUTDOWN_QOS, GRAPH_SHUTDOWN_TOPIC, run_node
+from phil_description.waking_future import complete, waking_future
 from phil_msgs.action import Gesture, Hit, Look, Move, Play, Pose
 from phil_msgs.msg import Fault, HardwareStatus, MotorStates, RobotStatus
 from phil_msgs.srv import Command, SetSpeed, Trigger
@@ -52,7 +55,6 @@ LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
 TRIGGER_COMMANDS = {'start': cmd.Start, 'ready': cmd.Ready, 'quit': cmd.Quit,
                     'pause': cmd.Pause, 'resume': cmd.Resume, 'stop': cmd.PlayCtrlStop,
                     'estop': cmd.Estop, 'reset': cmd.Reset}
-EXECUTOR_THREADS = 8
 
 
 class BehaviorPlanner(Node):
@@ -79,6 +81,8 @@ class BehaviorPlanner(Node):
         self._measured = [math.nan] * len(self._names)
         self._hardware = HardwareStatus()
         self._play_feedback = None
+        # Running goals' wakers by goal id: a cancel request completes its goal's.
+        self._goal_wakers: dict[bytes, object] = {}
         group = ReentrantCallbackGroup()
         self._status_pub = self.create_publisher(RobotStatus, '/phil/status', LATCHED)
         self._shutdown_pub = self.create_publisher(Empty, GRAPH_SHUTDOWN_TOPIC,
@@ -96,7 +100,8 @@ class BehaviorPlanner(Node):
         for action_type, name in ((Play, 'play'), (Hit, 'hit'), (Look, 'look'),
                                   (Gesture, 'gesture'), (Move, 'move'), (Pose, 'pose')):
             ActionServer(self, action_type, f'/phil/{name}',
-                         partial(self._execute_goal, name, action_type), callback_group=group)
+                         partial(self._execute_goal, name, action_type),
+                         cancel_callback=self._accept_cancel, callback_group=group)
         # Measured angles only feed the status (10 Hz): the 20 Hz motor states carry them at a
         # tenth of the cost of the 200 Hz /joint_states.
         self.create_subscription(MotorStates, '/hardware/motor_states', self._on_motor_states,
@@ -191,7 +196,7 @@ class BehaviorPlanner(Node):
         return (cmd.Move(tuple(zip(goal.joint_names, goal.positions_rad, strict=True)),
                          goal.duration_s or None), GoalOptions(profile=goal.profile))
 
-    def _execute_goal(self, name: str, action_type, goal_handle):
+    async def _execute_goal(self, name: str, action_type, goal_handle):
         made = self._goal_command(name, goal_handle.request)
         if isinstance(made, str):
             return self._finish(goal_handle, action_type, False, made)
@@ -199,18 +204,27 @@ class BehaviorPlanner(Node):
         problem = validate_command(command, self._vocabulary)
         if problem is not None:
             return self._finish(goal_handle, action_type, False, problem.reason)
-        completion = Completion(on_feedback=partial(self._forward_feedback, goal_handle, name))
-        reply = self._decide(command, completion, options)
-        if not reply.accepted:
-            return self._finish(goal_handle, action_type, False, reply.reason)
-        while not completion.done.wait(0.1):
-            if goal_handle.is_cancel_requested:
+        waker = waking_future(self)  # completed when the motion ends or a cancel arrives
+        completion = Completion(on_feedback=partial(self._forward_feedback, goal_handle, name),
+                                on_finish=partial(complete, waker))
+        key = bytes(goal_handle.goal_id.uuid)
+        self._goal_wakers[key] = waker
+        try:
+            reply = self._decide(command, completion, options)
+            if not reply.accepted:
+                return self._finish(goal_handle, action_type, False, reply.reason)
+            await waker
+            if not completion.done.is_set():  # cancelled: stop, then wait for the end
                 if name == 'play':
                     self._decide(cmd.PlayCtrlStop())
                 else:
                     self._links.submit((HaltMotion(),))
-                completion.done.wait(30.0)
-                break
+                settled = waking_future(self)
+                completion.on_finish = partial(complete, settled)
+                if not completion.done.is_set():
+                    await settled
+        finally:
+            self._goal_wakers.pop(key, None)
         result = action_type.Result()
         if completion.result is not None:
             for field_name in result.get_fields_and_field_types():
@@ -224,6 +238,13 @@ class BehaviorPlanner(Node):
         else:
             goal_handle.abort()
         return result
+
+    def _accept_cancel(self, goal_handle) -> CancelResponse:
+        """Accept the cancel and wake the goal's execute callback, which stops the motion."""
+        waker = self._goal_wakers.get(bytes(goal_handle.goal_id.uuid))
+        if waker is not None:
+            complete(waker)
+        return CancelResponse.ACCEPT
 
     @staticmethod
     def _finish(goal_handle, action_type, success: bool, reason: str):
@@ -319,8 +340,7 @@ class BehaviorPlanner(Node):
 
 
 def main(args: list[str] | None = None) -> None:
-    run_node(BehaviorPlanner, args,
-             make_executor=lambda: MultiThreadedExecutor(num_threads=EXECUTOR_THREADS))
+    run_node(BehaviorPlanner, args)
 
 
 if __name__ == '__main__':

@@ -31,17 +31,21 @@ ACTIVATE_TIMEOUT_S = 60.0
 
 @dataclass
 class Completion:
-    """Filled in when a started motion or play ends; a user goal may wait on it."""
+    """Filled in when a started motion or play ends; a user goal may wait on it
+    (``on_finish`` runs once it is filled in, from whichever thread finishes it)."""
 
     done: threading.Event = field(default_factory=threading.Event)
     success: bool = False
     reason: str = ''
     result: Any = None
     on_feedback: Callable[[Any], None] | None = None
+    on_finish: Callable[[], None] | None = None
 
     def finish(self, success: bool, reason: str, result: Any = None) -> None:
         self.success, self.reason, self.result = success, reason, result
         self.done.set()
+        if self.on_finish is not None:
+            self.on_finish()
 
 
 @dataclass(frozen=True)

@@ -37,8 +37,8 @@ _NS_PER_S = 1_000_000_000
 #: Clocks a stamp can be on: the robot's CLOCK_MONOTONIC (one clock for every process, the bus
 #: loop's) or the node's ROS clock.
 STAMP_CLOCKS = ('monotonic', 'ros')
-#: Threads of the executor the trajectory_generator runs in: goals + timer/service + action I/O.
-EXECUTOR_THREADS = 16
+#: Most goals the trajectory_generator keeps queued or moving at once (parameter bound).
+MAX_ACTIVE_GOALS_LIMIT = 12
 
 
 class TimeBase:
@@ -243,9 +243,9 @@ class GeneratorConfig:
                 f'publish_lead_s ({values["publish_lead_s"]})'
             )
         goals = int(values['max_active_goals'])
-        if not 1 <= goals <= EXECUTOR_THREADS - 4:
+        if not 1 <= goals <= MAX_ACTIVE_GOALS_LIMIT:
             raise ValueError(
-                f'parameter max_active_goals must be in [1, {EXECUTOR_THREADS - 4}], got {goals}'
+                f'parameter max_active_goals must be in [1, {MAX_ACTIVE_GOALS_LIMIT}], got {goals}'
             )
         return cls(
             chunking=ChunkingConfig(values['chunk_duration_s'], values['point_spacing_s']),

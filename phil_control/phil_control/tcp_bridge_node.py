@@ -132,9 +132,9 @@ class TcpBridge(Node):
 
 
 def main(args: list[str] | None = None) -> None:
-    from rclpy.executors import MultiThreadedExecutor
-
-    run_node(TcpBridge, args, make_executor=lambda: MultiThreadedExecutor(num_threads=2))
+    # No callback here blocks (the TCP server has its own threads): a SingleThreadedExecutor
+    # delivers the planner's answers with the least delay.
+    run_node(TcpBridge, args)
 
 
 if __name__ == '__main__':

@@ -22,11 +22,9 @@ while motion is queued starts at the end of it. Feedback (progress, time remaini
 all motion smoothly (bounded deceleration from the commanded state, no jump); the cancelled goal
 finishes when the joints are at rest, goals queued behind it are aborted.
 
-Concurrency: execute callbacks block on a per-goal event in a ReentrantCallbackGroup, so the node
-needs a MultiThreadedExecutor with more threads than ``max_active_goals`` (``main`` builds one).
-Blocking is deliberate: an ``async`` execute callback awaiting an rclpy future makes the executor
-resume it on every spin, i.e. busy-wait. The timer, the subscriptions and the service share one
-MutuallyExclusiveCallbackGroup; one lock guards the planner and the chunk queue.
+Concurrency: the node runs in a SingleThreadedExecutor and no callback blocks. Execute callbacks
+are coroutines awaiting their goal's ``waking_future``, which the tick completes when the motion
+ends. One lock guards the planner and the chunk queue.
 
 Clock: every stamp (chunk starts, commanded_state) is on one clock, by default the node's ROS
 clock like every ROS stamp (the hardware node maps it onto the monotonic clock its bus loop
@@ -49,15 +47,15 @@ import math
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
-from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.task import Future
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
@@ -70,10 +68,11 @@ from phil_control.core.motion import (
     RejectReason,
     chunk_trajectory,
 )
-from phil_control.ros_conversions import EXECUTOR_THREADS, PARAMETERS, GeneratorConfig
+from phil_control.ros_conversions import PARAMETERS, GeneratorConfig
 from phil_control.work_timer import WorkTimer
 from phil_description.core import default_robot_model
 from phil_description.node_runner import run_node
+from phil_description.waking_future import complete, waking_future
 from phil_msgs.action import Gesture, Look, Move, Pose
 from phil_msgs.msg import MotorStates, TrajectoryChunk
 from phil_msgs.srv import Trigger
@@ -84,8 +83,6 @@ LATCHED = QoSProfile(
 CHUNKS_QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
 # Commanded motion older than this is forgotten, s.
 _HISTORY_S = 1.0
-# How often a blocked execute callback re-checks for shutdown, s.
-_WAIT_SLICE_S = 0.1
 
 
 @dataclass(eq=False)
@@ -96,8 +93,7 @@ class _Goal:
     feedback_type: type
     start_s: float
     end_s: float
-    done: threading.Event = field(default_factory=threading.Event)
-    finished: threading.Event = field(default_factory=threading.Event)
+    resolved: Future  # completed (by _resolve) when the goal's outcome is known
     outcome: tuple[str, str] | None = None
     cancelling: bool = False
     next_feedback_s: float = -math.inf
@@ -209,15 +205,13 @@ class TrajectoryGenerator(Node):
             f'{self.config.chunking.point_spacing_s} s points, lead {self.config.publish_lead_s} s'
         )
 
-    def close_goals(self, timeout_s: float = 1.0) -> None:
-        """Stop accepting goals, abort the waiting ones and give their callbacks time to end."""
+    def close_goals(self) -> None:
+        """Stop accepting goals and abort the waiting ones (their execute callbacks return at
+        the executor's next round)."""
         with self._lock:
             self._closing = True
-            goals = list(self._goals)
-            for goal in goals:
+            for goal in list(self._goals):
                 self._resolve(goal, 'abort', 'trajectory_generator is shutting down')
-        for goal in goals:
-            goal.finished.wait(timeout_s)
 
     def destroy_node(self) -> None:
         """``close_goals``, then destroy the node (also one that Ctrl-C interrupted in
@@ -244,8 +238,6 @@ class TrajectoryGenerator(Node):
         with self._lock:
             if self._closing:
                 problem = 'trajectory_generator is shutting down'
-            elif not isinstance(self.executor, MultiThreadedExecutor):
-                problem = 'trajectory_generator needs a MultiThreadedExecutor'
             elif isinstance(request, Rejection):
                 problem = str(request)
             elif len(self._goals) >= self.config.max_active_goals:
@@ -263,7 +255,8 @@ class TrajectoryGenerator(Node):
                 else:
                     problem = None
                     goal = _Goal(
-                        goal_handle, action.Feedback, planned.motion_start_s, planned.end_s
+                        goal_handle, action.Feedback, planned.motion_start_s, planned.end_s,
+                        waking_future(self),
                     )
                     self._goals.append(goal)
                     self._pending.extend(
@@ -275,8 +268,8 @@ class TrajectoryGenerator(Node):
             self._started[_goal_key(goal_handle)] = (goal, problem)
         goal_handle.execute()
 
-    def _execute(self, action, goal_handle):
-        """Report a refused goal, or block (this thread only) until its motion ends."""
+    async def _execute(self, action, goal_handle):
+        """Report a refused goal, or wait (without blocking the executor) for its motion to end."""
         with self._lock:
             goal, problem = self._started.pop(
                 _goal_key(goal_handle), (None, 'goal was not started')
@@ -285,25 +278,23 @@ class TrajectoryGenerator(Node):
             self.get_logger().warning(f'{action.__name__} goal rejected: {problem}')
             goal_handle.abort()
             return action.Result(success=False, reason=problem)
-        while not goal.done.wait(_WAIT_SLICE_S):
-            if self._closing:
-                break
-        kind, reason = goal.outcome or ('abort', 'trajectory_generator is shutting down')
+        await goal.resolved
+        kind, reason = goal.outcome
         if kind == 'succeed':
             goal_handle.succeed()
         elif kind == 'canceled':
             goal_handle.canceled()
         else:
             goal_handle.abort()
-        goal.finished.set()
         return action.Result(success=kind == 'succeed', reason=reason)
 
     def _resolve(self, goal: _Goal, kind: str, reason: str) -> None:
         """Finish a goal (lock held): its execute callback returns the outcome."""
         if goal in self._goals:
             self._goals.remove(goal)
-        goal.outcome = (kind, reason)
-        goal.done.set()
+        if goal.outcome is None:
+            goal.outcome = (kind, reason)
+        complete(goal.resolved)
 
     def _on_tick(self) -> None:
         with self._lock:
@@ -426,12 +417,8 @@ class TrajectoryGenerator(Node):
 
 
 def main(args: list[str] | None = None) -> None:
-    """Console entry point: run the node in a MultiThreadedExecutor."""
-    run_node(
-        TrajectoryGenerator,
-        args,
-        make_executor=lambda: MultiThreadedExecutor(num_threads=EXECUTOR_THREADS),
-    )
+    """Console entry point: run the node in a SingleThreadedExecutor."""
+    run_node(TrajectoryGenerator, args)
 
 
 if __name__ == '__main__':

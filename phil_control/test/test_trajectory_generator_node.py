@@ -1,4 +1,5 @@
-"""In-process rclpy test of the trajectory_generator node (own context, MultiThreadedExecutor)."""
+"""In-process rclpy test of the trajectory_generator node (own context, SingleThreadedExecutor:
+no callback of the node may block)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ rclpy = pytest.importorskip('rclpy')
 
 from action_msgs.msg import GoalStatus  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
-from rclpy.executors import MultiThreadedExecutor  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
@@ -145,7 +146,7 @@ class Harness:
         )
         self.motor_states = self.probe.create_publisher(MotorStates, '/hardware/motor_states', 10)
         self.halt = self.probe.create_client(Trigger, '/trajectory_generator/halt')
-        self.executor = MultiThreadedExecutor(num_threads=16, context=context)
+        self.executor = SingleThreadedExecutor(context=context)
         self.executor.add_node(self.node)
         self.executor.add_node(self.probe)
         assert self.spin_until(lambda: self.states), 'no latched commanded_state'
@@ -179,8 +180,8 @@ class Harness:
         return time.time_ns()  # the node's default stamp clock: the ROS (system) clock
 
     def close(self) -> None:
-        # Release execute callbacks still waiting (after a failed test), then let the callbacks
-        # already handed to the thread pool finish before the executor goes away.
+        # Release execute callbacks still waiting (after a failed test) and let them return
+        # before the executor goes away.
         self.node.close_goals()
         self.spin_for(0.1)
         self.executor.remove_node(self.node)
