@@ -2,7 +2,8 @@
 
 Starts the graph (launcher + device simulators), STARTs and READYs it, then sends MOVE commands
 for the right wrist over TCP, each 0.3 s long, and times the first EPOS4 target-position frame
-(0x307) on the simulated CAN bus whose target leaves the held value. Prints one JSON line with
+(0x307) on the simulated CAN bus whose target leaves the held value, at the time the bus loop
+sent it (udp_multicast frames carry their CLOCK_MONOTONIC send time). Prints one JSON line with
 p50/p99/max over the commands (goal p99 <= 20 ms; upstream could wait ~1 s behind idle filler).
 
 Usage: python phil_bringup/bench/bench_command_latency.py [--count 100]
@@ -43,7 +44,9 @@ def main() -> None:
     latencies_ms = []
     with tempfile.TemporaryDirectory() as folder:
         graph = RunningGraph(Path(folder)).start()
-        capture = FrameCapture(graph.channels)
+        # The wrist's bus only, stamped with the bus loop's send times: this process's own
+        # lag in reading the frames must not count.
+        capture = FrameCapture(graph.channels, send_times=True, buses=[int(motor.bus[3:])])
         try:
             graph.line('START')
             graph.line_until_ok('READY', 60.0)

@@ -135,7 +135,9 @@ def cancelled_move(robot: RunningGraph) -> None:
     move = subprocess.Popen(
         [sys.executable, '-m', 'phil_bringup.cli.main', 'move', f'right_elbow={target_deg}',
          '--duration', '6'], env=robot.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        text=True)
+        text=True,
+        # Started with SIGINT ignored, as a CI runner starts test suites: Ctrl-C must still work.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     try:
         assert wait_for(lambda: status_angles_deg(robot.status())[elbow] != pytest.approx(
             start_deg, abs=0.01), 20.0), 'the move never started'

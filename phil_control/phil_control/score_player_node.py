@@ -18,10 +18,10 @@ cancel do not shorten it.
 
 A timer (``poll_period_s``) generates the due windows (one bar plus ``lead_s`` ahead), publishes
 hits, sends feedback and ends the goal. Concurrency and clock follow the trajectory_generator:
-execute callbacks block on an event in a ReentrantCallbackGroup (MultiThreadedExecutor needed);
-timer, services and subscription share a MutuallyExclusiveCallbackGroup; one lock guards the
-session; stamps are on the ROS clock unless ``stamp_clock: monotonic``. Parameters:
-``play_conversions.PARAMETERS`` (validated once into ``PlayerConfig``).
+a SingleThreadedExecutor, no callback blocks (execute callbacks are coroutines awaiting their
+goal's ``waking_future``); one lock guards the session; stamps are on the ROS clock unless
+``stamp_clock: monotonic``. Parameters: ``play_conversions.PARAMETERS`` (validated once into
+``PlayerConfig``).
 """
 
 from __future__ import annotations
@@ -35,9 +35,9 @@ from functools import partial
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.action import ActionServer, CancelResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
-from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.task import Future
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
@@ -57,15 +57,12 @@ from phil_control.trajectory_generator_node import CHUNKS_QOS, LATCHED
 from phil_control.work_timer import WorkTimer
 from phil_description.core import default_robot_model
 from phil_description.node_runner import run_node
+from phil_description.waking_future import complete, waking_future
 from phil_msgs.action import Hit, Play
 from phil_msgs.msg import HitEvent, RobotStatus, TrajectoryChunk
 from phil_msgs.srv import SetSpeed, Trigger
 
 HITS_QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
-#: Threads of the executor ``main`` builds: one blocked play / hit + rejected goals + I/O.
-EXECUTOR_THREADS = 6
-# How often a blocked execute callback re-checks for shutdown, s.
-_WAIT_SLICE_S = 0.1
 # Errors of a goal the session refuses before anything moves.
 _GOAL_ERRORS = (SessionBusyError, PlayAborted, OSError, ValueError, LookupError)
 
@@ -77,6 +74,7 @@ class _Goal:
     handle: object
     kind: str  # 'play' or 'hit'
     start_s: float
+    resolved: Future  # completed by finish(): the execute callback returns the outcome
     hits: list[ScheduledHit] = field(default_factory=list)
     ending: str = ''  # why the play ends before its score does (stop, pause)
     paused: bool = False
@@ -85,7 +83,12 @@ class _Goal:
     impact_s: float = 0.0
     next_feedback_s: float = -math.inf
     outcome: tuple[str, object] | None = None
-    done: threading.Event = field(default_factory=threading.Event)
+
+    def finish(self, kind: str, result: object) -> None:
+        """Set the outcome (the first one stands) and wake the execute callback."""
+        if self.outcome is None:
+            self.outcome = (kind, result)
+        complete(self.resolved)
 
 
 class ScorePlayer(Node):
@@ -175,8 +178,7 @@ class ScorePlayer(Node):
             goal, self._goal = self._goal, None
             if goal is not None:
                 self._publish(self.session.stop(self._now_s()))
-                goal.outcome = ('abort', 'score_player is shutting down')
-                goal.done.set()
+                goal.finish('abort', 'score_player is shutting down')
         self.audio.stop()
 
     def destroy_node(self) -> None:
@@ -189,18 +191,16 @@ class ScorePlayer(Node):
         super().destroy_node()
 
     # ------------------------------------------------------------------------------ goals
-    def _execute(self, start, result_type, goal_handle):
-        """Start the goal, then block this thread until the timer finishes it."""
+    async def _execute(self, start, result_type, goal_handle):
+        """Start the goal, then wait (without blocking the executor) until it is finished."""
         with self._lock:
             started = self._refusal() or start(goal_handle)
         if isinstance(started, str):
             self.get_logger().warning(f'{result_type.__name__.split("_")[0]} goal: {started}')
             goal_handle.abort()
             return result_type(success=False, reason=started)
-        while not started.done.wait(_WAIT_SLICE_S):
-            if self._closing:
-                break
-        kind, result = started.outcome or ('abort', 'score_player is shutting down')
+        await started.resolved
+        kind, result = started.outcome
         if isinstance(result, str):
             result = result_type(success=False, reason=result)
         {'succeed': goal_handle.succeed, 'canceled': goal_handle.canceled}.get(
@@ -212,8 +212,6 @@ class ScorePlayer(Node):
         """Why no goal can start now ('' when one can; lock held)."""
         if self._closing:
             return 'score_player is shutting down'
-        if not isinstance(self.executor, MultiThreadedExecutor):
-            return 'score_player needs a MultiThreadedExecutor'
         if self._goal is not None:
             return f'busy: a {self._goal.kind} is still running; stop it or wait for DRUM END'
         if self._state is None:
@@ -256,7 +254,8 @@ class ScorePlayer(Node):
             )
         except _GOAL_ERRORS as error:
             return str(error)
-        goal = self._goal = _Goal(goal_handle, 'play', chunks[0].start_time_s)
+        goal = self._goal = _Goal(goal_handle, 'play', chunks[0].start_time_s,
+                                  waking_future(self))
         self._ticks.resume()
         self._publish(chunks)
         track = self._track('' if request.resume else self.session.audio)
@@ -284,7 +283,8 @@ class ScorePlayer(Node):
         except _GOAL_ERRORS as error:
             return str(error)
         impact = self.session.commanded_hits[0].command_time_s
-        goal = self._goal = _Goal(goal_handle, 'hit', chunks[0].start_time_s, impact_s=impact)
+        goal = self._goal = _Goal(goal_handle, 'hit', chunks[0].start_time_s,
+                                  waking_future(self), impact_s=impact)
         self._ticks.resume()
         self._publish(chunks)
         self.audio.arm(None)
@@ -342,9 +342,8 @@ class ScorePlayer(Node):
         else:
             result = Hit.Result(impact_time=self._timebase.stamp(goal.impact_s))
         result.success, result.reason = kind == 'succeed', reason
-        goal.outcome = (kind, result)
         self._goal = None
-        goal.done.set()
+        goal.finish(kind, result)
         self.get_logger().info(f'{goal.kind} ended: {reason or "done"}, {len(goal.hits)} hits')
 
     def _end_early(self, goal: _Goal, chunks, reason: str, paused: bool = False) -> None:
@@ -416,8 +415,7 @@ class ScorePlayer(Node):
             self.audio.stop()
             self.session.discard()
             result_type = Play.Result if goal.kind == 'play' else Hit.Result
-            goal.outcome = ('abort', result_type(success=False, reason=reason))
-            goal.done.set()
+            goal.finish('abort', result_type(success=False, reason=reason))
 
     def _on_state(self, msg: JointState) -> None:
         with self._lock:
@@ -434,8 +432,8 @@ class ScorePlayer(Node):
 
 
 def main(args: list[str] | None = None) -> None:
-    """Console entry point: run the node in a MultiThreadedExecutor."""
-    run_node(ScorePlayer, args, lambda: MultiThreadedExecutor(num_threads=EXECUTOR_THREADS))
+    """Console entry point: run the node in a SingleThreadedExecutor."""
+    run_node(ScorePlayer, args)
 
 
 if __name__ == '__main__':

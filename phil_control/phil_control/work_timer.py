@@ -25,9 +25,8 @@ class WorkTimer:
 
     def __init__(self, node: Node, period_s: float, callback: Callable[[], None],
                  callback_group: CallbackGroup) -> None:
+        self._node = node
         self._timer = node.create_timer(period_s, callback, callback_group=callback_group)
-        # A reset alone does not wake an executor already waiting without the timer.
-        self._wake = node.create_guard_condition(lambda: None, callback_group=callback_group)
 
     def pause(self) -> None:
         """Stop calling back until ``resume``."""
@@ -37,4 +36,7 @@ class WorkTimer:
         """Call back every period again (no-op while running)."""
         if self._timer.is_canceled():
             self._timer.reset()
-            self._wake.trigger()
+            # A reset alone does not wake an executor already waiting without the timer.
+            executor = self._node.executor
+            if executor is not None:
+                executor.wake()

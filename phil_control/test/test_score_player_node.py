@@ -19,7 +19,7 @@ rclpy = pytest.importorskip('rclpy')
 
 from action_msgs.msg import GoalStatus  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
-from rclpy.executors import MultiThreadedExecutor  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
@@ -132,7 +132,7 @@ def scores(tmp_path_factory):
 
 class Harness:
     """The node, a fake trajectory_generator (chunk recorder + latched commanded state) and
-    clients, in one MultiThreadedExecutor."""
+    clients, in one SingleThreadedExecutor (no callback of the node may block)."""
 
     def __init__(self, context, scores: Path, **parameters) -> None:
         self.clock = FastClock()
@@ -158,7 +158,7 @@ class Harness:
             name: self.probe.create_client(kind, f'/score_player/{name}')
             for name, kind in (('pause', Trigger), ('stop', Trigger), ('speed', SetSpeed))
         }
-        self.executor = MultiThreadedExecutor(num_threads=8, context=context)
+        self.executor = SingleThreadedExecutor(context=context)
         for node in (self.node, self.probe):
             self.executor.add_node(node)
         for client in self.actions.values():

@@ -52,8 +52,17 @@ def spin_until(executor: Executor, node: Node, requested: threading.Event) -> No
         executor.spin_once(timeout_sec=SHUTDOWN_POLL_PERIOD_S)
 
 
+def fastest_executor() -> Executor:
+    """rclpy's EventsExecutor where it exists (Kilted on), else a SingleThreadedExecutor."""
+    try:
+        from rclpy.experimental import EventsExecutor
+    except ImportError:
+        return SingleThreadedExecutor()
+    return EventsExecutor()
+
+
 def run_node(make_node: Callable[[], Node], args: list[str] | None = None,
-             make_executor: Callable[[], Executor] = SingleThreadedExecutor,
+             make_executor: Callable[[], Executor] = fastest_executor,
              graph_shutdown: bool = True) -> None:
     """Create the node after ``rclpy.init`` and spin it until shutdown."""
     rclpy.init(args=args)

@@ -28,8 +28,9 @@ Topics: /joint_states (measured, ``joint_state_rate_hz``), ~/motor_states (Motor
 (trajectory_msgs/JointTrajectory, joint_trajectory_controller style: stamp 0 = now, an empty
 message holds). Services ~/estop and ~/reset (phil_msgs/Trigger).
 
-Nothing here waits on the loop except the lifecycle transitions, which run on their own
-callback group of a MultiThreadedExecutor while the publishers keep going. /joint_states (and
+Nothing here waits on the loop except the lifecycle transitions and RESET (rclpy runs
+transitions synchronously). The command inputs (chunks, joint_trajectory, ESTOP) are served
+meanwhile by a companion node in a thread of its own (``command_inputs``). /joint_states (and
 the status on change) is published from a thread of its own on absolute deadlines, not from an
 executor timer: with a 200 Hz timer the node took ~30 % of a core, mostly executor overhead,
 and the rate fell below 100 Hz as soon as the process was busy (~16 % and steady with it).
@@ -43,7 +44,6 @@ from concurrent import futures
 from pathlib import Path
 
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
-from rclpy.executors import MultiThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
@@ -52,6 +52,7 @@ from trajectory_msgs.msg import JointTrajectory
 from phil_description.core import default_robot_model
 from phil_description.node_runner import run_node
 from phil_hardware import hardware_conversions as convert
+from phil_hardware.command_inputs import CommandInputs
 from phil_hardware.core.bus_controller import (
     SequenceTiming,
     controller_config_from_model,
@@ -113,11 +114,6 @@ class HardwareNode(LifecycleNode):
         self._joint_pub = self.create_publisher(JointState, '/joint_states', 10)
         self._motor_pub = self.create_publisher(MotorStates, '~/motor_states', 10)
         self._status_pub = self.create_publisher(HardwareStatus, '~/status', LATCHED)
-        self.create_subscription(ChunkMsg, '~/trajectory_chunks', self._on_chunk, 50,
-                                 callback_group=command_group)
-        self.create_subscription(JointTrajectory, '~/joint_trajectory', self._on_trajectory, 10,
-                                 callback_group=command_group)
-        self.create_service(Trigger, '~/estop', self._on_estop, callback_group=command_group)
         self.create_service(Trigger, '~/reset', self._on_reset, callback_group=command_group)
         self.create_timer(1.0 / rates['motor_state_rate_hz'], self._publish_motor_states,
                           callback_group=io_group)
@@ -129,6 +125,8 @@ class HardwareNode(LifecycleNode):
             target=self._joint_state_loop, args=(1.0 / rates['joint_state_rate_hz'],),
             name='phil-joint-states', daemon=True)
         self._joint_state_thread.start()
+        self._commands = CommandInputs(self, self._on_chunk, self._on_trajectory,
+                                       self._on_estop)
         if values['configure_on_start']:
             self._start_timer = self.create_timer(0.0, self._configure_once,
                                                   callback_group=command_group)
@@ -305,6 +303,9 @@ class HardwareNode(LifecycleNode):
 
     def destroy_node(self) -> None:
         # Also runs on a node Ctrl-C interrupted in __init__ (rclpy's shutdown destroys it).
+        commands = getattr(self, '_commands', None)
+        if commands is not None:
+            commands.close()
         stop = getattr(self, '_stop_publishing', None)
         if stop is not None:
             stop.set()
@@ -443,7 +444,7 @@ class HardwareNode(LifecycleNode):
 
 
 def main(args: list[str] | None = None) -> None:
-    run_node(HardwareNode, args, make_executor=lambda: MultiThreadedExecutor(num_threads=6))
+    run_node(HardwareNode, args)
 
 
 if __name__ == '__main__':

@@ -1,10 +1,11 @@
 """The hardware lifecycle node end to end, with nothing faked.
 
-The node runs in-process (own rclpy Context and domain, MultiThreadedExecutor spun in a
-thread); the device simulator is a real subprocess (``python -m phil_hardware.sim``) on unique
-ff11:: groups and a unique PTY link, passed to the node through ``can_channel_base`` and
-``dxl_port``; the bus loop is the node's real child process. A probe node talks to the node
-only through its ROS API (topics, ~/estop, ~/reset, the lifecycle services).
+The node runs in-process (own rclpy Context and domain, its own SingleThreadedExecutor spun
+in a thread, as in production; its command inputs have theirs); the device simulator is a real
+subprocess (``python -m phil_hardware.sim``) on unique ff11:: groups and a unique PTY link,
+passed to the node through ``can_channel_base`` and ``dxl_port``; the bus loop is the node's
+real child process. A probe node talks to the node only through its ROS API (topics, ~/estop,
+~/reset, the lifecycle services).
 
 One simulator and one node serve the whole module; the tests run in file order and walk the
 lifecycle: configure-on-start -> activate -> motion -> ESTOP -> faults -> deactivate/cleanup
@@ -32,7 +33,7 @@ rclpy = pytest.importorskip('rclpy')
 from builtin_interfaces.msg import Duration, Time  # noqa: E402
 from lifecycle_msgs.msg import Transition  # noqa: E402
 from lifecycle_msgs.srv import ChangeState, GetState  # noqa: E402
-from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from test_sim_runner import START_TIMEOUT_S, Simulator, unique_group_base  # noqa: E402
@@ -134,11 +135,16 @@ class Harness:
         }
         # Created last: from here on it starts its bus loop (configure-on-start) once spun.
         self.node = HardwareNode(context=context, parameter_overrides=overrides)
-        self.executor = MultiThreadedExecutor(num_threads=6, context=context)
-        self.executor.add_node(self.node)
-        self.executor.add_node(self.probe)
-        self._thread = threading.Thread(target=self.executor.spin, daemon=True)
-        self._thread.start()
+        # One executor each: the node's blocks during its lifecycle transitions (as rclpy runs
+        # them), and the probe must keep receiving meanwhile.
+        self._executors = []
+        self._threads = []
+        for node in (self.node, self.probe):
+            executor = SingleThreadedExecutor(context=context)
+            executor.add_node(node)
+            self._executors.append(executor)
+            self._threads.append(threading.Thread(target=executor.spin, daemon=True))
+            self._threads[-1].start()
 
     def _on_joint_state(self, msg: JointState) -> None:
         self.joint_states.append(msg)
@@ -209,11 +215,12 @@ class Harness:
 
     def close(self) -> None:
         pid = self.bus_loop_pid()
-        self.executor.remove_node(self.node)
-        self.executor.remove_node(self.probe)
+        for executor, node in zip(self._executors, (self.node, self.probe), strict=True):
+            executor.remove_node(node)
         time.sleep(0.2)                    # callbacks already handed out finish
-        self.executor.shutdown(timeout_sec=10.0)
-        self._thread.join(10.0)
+        for executor, thread in zip(self._executors, self._threads, strict=True):
+            executor.shutdown(timeout_sec=10.0)
+            thread.join(10.0)
         try:
             self.node.destroy_node()       # stops the bus loop
             self.probe.destroy_node()
@@ -442,7 +449,13 @@ def test_missing_motors_fail_configure_until_allowed(hardware, simulator):
     for joint in absent:
         command(sim, f'fault {joint} silence')
     try:
-        assert not hardware.transition(Transition.TRANSITION_CONFIGURE)
+        # Discovery waits for the silent motors; ESTOP is answered meanwhile (not running yet).
+        request = ChangeState.Request()
+        request.transition.id = Transition.TRANSITION_CONFIGURE
+        configuring = hardware.clients['change_state'].call_async(request)
+        estop = hardware.call('estop', Trigger.Request(), timeout_s=5.0)
+        assert not configuring.done() and not estop.accepted, estop
+        assert wait_until(configuring.done, 30.0) and not configuring.result().success
         status = hardware.wait_status(lambda s: s.faults)
         assert hardware.lifecycle_state() == 'unconfigured'
         assert list(status.missing_motors) == absent

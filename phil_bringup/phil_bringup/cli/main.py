@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import signal
 import sys
 
 from phil_bringup.cli.render import StatusView, parse_joint_targets, render_status
@@ -155,6 +156,9 @@ def report(ok: bool, reason: str, detail: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # Ctrl-C cancels a running goal. A shell or CI runner that started us in the background
+    # leaves SIGINT ignored, which would make it kill nothing and cancel nothing: take it back.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     args = build_parser().parse_args(argv)
     try:
         if args.command == 'plot':

@@ -4,9 +4,11 @@ multicast groups (ff11::, interface-local), PTY path and TCP port, so runs never
 
 from __future__ import annotations
 
+import math
 import os
 import random
 import re
+import select
 import signal
 import socket
 import subprocess
@@ -140,30 +142,50 @@ class RunningGraph:
 
 
 class FrameCapture:
-    """Every CAN frame on the graph's simulated buses, with receive times (monotonic s)."""
+    """CAN frames on the graph's simulated buses: (time, id, data, extended), in arrival order.
 
-    def __init__(self, channels: list[str]) -> None:
+    The time is the frame's receive time here (monotonic s), or with ``send_times`` the
+    CLOCK_MONOTONIC send time the controller's and the simulator's frames carry: a wire time
+    that does not depend on how soon this process gets to the frame. ``buses`` limits the
+    capture to those bus indices (default all).
+    """
+
+    def __init__(self, channels: list[str], send_times: bool = False,
+                 buses: list[int] | None = None) -> None:
+        from phil_hardware.core.transport.can_bus import CanTransport
         from phil_hardware.sim.multicast import open_can_bus
 
         self.frames: list[tuple[float, int, bytes, bool]] = []
-        self._buses = [open_can_bus(f'can{index}', 'udp_multicast', channel)
-                       for index, channel in enumerate(channels)]
+        self._send_times = send_times
+        chosen = range(len(channels)) if buses is None else buses
+        self._buses = [CanTransport(f'can{index}', open_can_bus(f'can{index}', 'udp_multicast',
+                                                                channels[index]))
+                       for index in chosen]
         self._stop = threading.Event()
         self._threads = [threading.Thread(target=self._listen, args=(bus,), daemon=True)
                          for bus in self._buses]
         for thread in self._threads:
             thread.start()
 
-    def _listen(self, bus) -> None:
+    def _listen(self, transport) -> None:
+        descriptor = transport.fileno()
+        received: list = []
+        sent_at: list[float] = []
         while not self._stop.is_set():
-            message = bus.recv(timeout=0.1)
-            if message is not None:
-                self.frames.append((time.monotonic(), message.arbitration_id,
-                                    bytes(message.data), message.is_extended_id))
+            if not select.select([descriptor], [], [], 0.1)[0]:
+                continue
+            received.clear()
+            sent_at.clear()
+            transport.drain(received, 256, sent_at)
+            now = time.monotonic()
+            for frame, sent_s in zip(received, sent_at, strict=True):
+                stamp = sent_s if self._send_times and math.isfinite(sent_s) else now
+                self.frames.append((stamp, frame.arbitration_id, frame.data,
+                                    frame.is_extended_id))
 
     def close(self) -> None:
         self._stop.set()
         for thread in self._threads:
             thread.join(timeout=2.0)
         for bus in self._buses:
-            bus.shutdown()
+            bus.close()

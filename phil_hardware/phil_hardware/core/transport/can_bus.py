@@ -288,6 +288,14 @@ class CanTransport:
             received += 1
         return received
 
+    def fileno(self) -> int:
+        """The bus's descriptor, to wait for frames with ``select``.
+
+        Raises:
+            NotImplementedError: The bus has none (e.g. python-can's virtual bus).
+        """
+        return self._bus.fileno()
+
     def close(self) -> None:
         """Shut the bus down (idempotent)."""
         with contextlib.suppress(self._can_error, OSError):

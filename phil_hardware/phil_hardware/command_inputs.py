@@ -1,0 +1,73 @@
+"""The hardware node's command inputs, served on a node and executor thread of their own.
+
+rclpy runs lifecycle transitions synchronously, and configure / activate wait seconds for the
+drives. The trajectory chunks, ``joint_trajectory`` and ESTOP must not wait behind them, and a
+MultiThreadedExecutor (which would let them) delays every delivery by milliseconds. So they
+live on a companion node, ``<hardware node>_commands``, spun by a SingleThreadedExecutor in
+its own thread, while the lifecycle node keeps its own executor. The names stay those of the
+hardware node (``<node>/trajectory_chunks``, ``<node>/joint_trajectory``, ``<node>/estop``).
+The companion ignores the process's ROS arguments: ``-r __node:=...`` names the lifecycle node.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.node import Node
+from trajectory_msgs.msg import JointTrajectory
+
+from phil_msgs.msg import TrajectoryChunk
+from phil_msgs.srv import Trigger
+
+# How often the spinning thread looks at its stop flag when nothing arrives, s.
+_STOP_POLL_S = 0.1
+
+
+class CommandInputs:
+    """Subscriptions and the ESTOP service of ``owner``, spun in a thread of their own.
+
+    Args:
+        owner: The hardware node (its context, name and namespace are used).
+        on_chunk: ``TrajectoryChunk`` callback.
+        on_trajectory: ``trajectory_msgs/JointTrajectory`` callback.
+        on_estop: ``Trigger`` service callback.
+    """
+
+    def __init__(self, owner: Node, on_chunk: Callable, on_trajectory: Callable,
+                 on_estop: Callable) -> None:
+        base = owner.get_fully_qualified_name().rstrip('/')
+        self.node = Node(f'{owner.get_name()}_commands', namespace=owner.get_namespace(),
+                         context=owner.context, use_global_arguments=False,
+                         start_parameter_services=False)
+        self.node.create_subscription(TrajectoryChunk, f'{base}/trajectory_chunks', on_chunk, 50)
+        self.node.create_subscription(JointTrajectory, f'{base}/joint_trajectory', on_trajectory,
+                                      10)
+        self.node.create_service(Trigger, f'{base}/estop', on_estop)
+        self._executor = SingleThreadedExecutor(context=owner.context)
+        self._executor.add_node(self.node)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._spin, name='phil-hardware-commands',
+                                        daemon=True)
+        self._thread.start()
+
+    def _spin(self) -> None:
+        while not self._stop.is_set() and self.node.context.ok():
+            try:
+                self._executor.spin_once(timeout_sec=_STOP_POLL_S)
+            except ExternalShutdownException:
+                return
+            except Exception:  # Ctrl-C tears the context down under us: then it is a stop
+                if self.node.context.ok() and not self._stop.is_set():
+                    raise
+                return
+
+    def close(self, timeout_s: float = 2.0) -> None:
+        """Stop the thread and destroy the companion node (idempotent)."""
+        if self._stop.is_set():
+            return
+        self._stop.set()
+        self._thread.join(timeout_s)
+        self._executor.shutdown(timeout_sec=timeout_s)
+        self.node.destroy_node()
