@@ -7,6 +7,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from phil_control.core.play.common import (
     ControlMode,
@@ -17,7 +19,12 @@ from phil_control.core.play.common import (
 from phil_control.core.play.robot import PlayRobot, StrikeTarget
 from phil_control.core.play.timeline import Timeline, hit_source
 from phil_control.core.play.timing import sample_hermite
-from phil_control.core.play.window_motion import generate_window, reset_pose, sample_times
+from phil_control.core.play.window_motion import (
+    generate_window,
+    lift_below_ceiling,
+    reset_pose,
+    sample_times,
+)
 from phil_control.core.score import Hand, ScoreEvent, Window
 from phil_description.core import default_robot_model
 
@@ -174,3 +181,30 @@ def test_wrists_play_in_torque_mode(robot):
     assert modes[robot.index('right_wrist')] is ControlMode.TORQUE
     assert modes[robot.index('left_wrist')] is ControlMode.TORQUE
     assert sum(mode is ControlMode.POSITION for mode in modes) == 11
+
+
+# ----------------------------------------------------------------------------- elbow lift ceiling
+CEILING = math.radians(137.5)
+KNEE = math.radians(5.0)
+
+
+@given(base_deg=st.floats(0.0, 140.0), lift_deg=st.floats(0.0, 60.0))
+def test_the_lift_never_passes_the_ceiling_and_a_zero_lift_keeps_the_pose(base_deg, lift_deg):
+    base = np.array([math.radians(base_deg)])
+    lift = np.array([math.radians(lift_deg)])
+    result = lift_below_ceiling(base, lift, CEILING, KNEE)[0]
+    assert result >= base[0] - 1e-15                       # a lift never lowers the elbow
+    assert result <= max(CEILING, base[0]) + 1e-15
+    if base[0] + lift[0] <= CEILING - KNEE:                 # far below: untouched
+        assert result == base[0] + lift[0]
+    assert lift_below_ceiling(base, np.zeros(1), CEILING, KNEE)[0] == base[0]
+
+
+def test_the_lift_bends_without_a_corner_and_keeps_rising():
+    base = np.full(4001, math.radians(100.0))
+    lift = np.linspace(0.0, math.radians(60.0), base.size)
+    result = lift_below_ceiling(base, lift, CEILING, KNEE)
+    slope = np.diff(result) / np.diff(lift)
+    assert np.all(slope > 0.0) and np.all(slope <= 1.0 + 1e-9)   # monotone, never steeper
+    assert np.max(np.abs(np.diff(slope))) < 0.01                 # no corner (a cut jumps by 1)
+    assert result.max() < CEILING

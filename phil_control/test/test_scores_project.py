@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from phil_control.core.play import PlayRobot, PlaySession, next_score_in_folder
+from phil_control.core.play.window_motion import ELBOW_TRACKING_MARGIN_DEG
 from phil_control.core.score import Hand, load_play_list, load_score
 from phil_description.core import default_robot_model
 
@@ -140,6 +141,12 @@ def test_every_project_score_is_playable(robot, model, path):
     assert not (below | above).any(), [
         robot.joint_names[i] for i in np.flatnonzero((below | above).any(axis=0))
     ]
+    # The elbows keep their tracking margin below the soft limit (measured past the hard limit,
+    # 0.1 deg further, latches a fault).
+    for elbow in ('right_elbow', 'left_elbow'):
+        column = robot.index(elbow)
+        ceiling = robot.soft_upper_rad[column] - math.radians(ELBOW_TRACKING_MARGIN_DEG)
+        assert positions[:, column].max() < ceiling, elbow
     ratio = np.abs(velocities).max(axis=0) / robot.velocity_limit_rad_s
     assert np.all(ratio <= 1.0), dict(zip(robot.joint_names, ratio.round(2), strict=True))
     right_tips, left_tips = model.stick_tip_positions(positions)

@@ -24,8 +24,11 @@ wrist joint angles equal upstream's; only the arm IK sees the 5 deg.
 
 The waist start velocity of a window is the previous window's end velocity (upstream recomputed
 it per window, which leaves small velocity jumps at window boundaries). Where the IK fails
-between events the waist gets extra keyframes (`waist_path`), and the elbow lift is cut where it
-would push the elbow past its soft limit; upstream aborted or commanded past the limit there.
+between events the waist gets extra keyframes (`waist_path`), and the elbow lift bends smoothly
+towards a ceiling `ELBOW_TRACKING_MARGIN_DEG` below the elbow's soft limit instead of passing it
+(`lift_below_ceiling`): the arm overshoots a commanded peak by a degree or so, and the hard limit
+(where the hardware latches a fault on the measured angle) is only 0.1 deg past the soft one.
+Upstream aborted or commanded past the limit there; a hard cut would put a corner in the motion.
 """
 
 from __future__ import annotations
@@ -82,6 +85,31 @@ MAX_WAIST_REPAIRS = 4
 PRESS_RAD = math.radians(WRIST_PRESS_DEG)
 STAY_RAD = math.radians(WRIST_STAY_DEG)
 PITCH_RESET_RAD = math.radians(20.0)
+
+
+#: The elbow lift stays this far below the elbow's soft upper limit (tracking overshoot room).
+ELBOW_TRACKING_MARGIN_DEG = 2.5
+#: Over this last stretch below that ceiling the lift bends smoothly towards it.
+ELBOW_LIFT_KNEE_DEG = 5.0
+
+
+def lift_below_ceiling(base_rad: np.ndarray, lift_rad: np.ndarray,
+                       ceiling_rad: float, knee_rad: float) -> np.ndarray:
+    """``base + lift``, the lift bent smoothly so that the sum stays below ``ceiling_rad``.
+
+    Unchanged up to ``ceiling - knee`` (or up to ``base`` where the base is higher, so a
+    zero lift, as at every hit, leaves the pose exact); above it the excess approaches the
+    ceiling exponentially with slope 1 at the knee (no corner). Where the base is at or above
+    the ceiling there is no lift.
+    """
+    start = np.maximum(base_rad, ceiling_rad - knee_rad)
+    room = ceiling_rad - start
+    total = base_rad + lift_rad
+    excess = total - start
+    safe_room = np.where(room > 0.0, room, 1.0)
+    bent = start + room * -np.expm1(-np.maximum(excess, 0.0) / safe_room)
+    limited = np.where(excess > 0.0, bent, total)
+    return np.where(room > 0.0, limited, np.minimum(total, base_rad))
 
 
 @dataclass(frozen=True)
@@ -251,10 +279,13 @@ def generate_window(
     joints[:, arm_columns(robot)] = batch.positions_rad
     right_elbow, right_wrist = right_plan.evaluate(probe)
     left_elbow, left_wrist = left_plan.evaluate(probe)
+    ceiling_margin = math.radians(ELBOW_TRACKING_MARGIN_DEG)
+    knee = math.radians(ELBOW_LIFT_KNEE_DEG)
     for name, lift in (('right_elbow', right_elbow), ('left_elbow', left_elbow)):
         column = robot.index(name)
-        # The lift (>= 0, zero at every hit) is cut where it would leave the soft range.
-        joints[:, column] = np.minimum(joints[:, column] + lift, robot.soft_upper_rad[column])
+        # The lift is >= 0 and zero at every hit.
+        joints[:, column] = lift_below_ceiling(
+            joints[:, column], lift, robot.soft_upper_rad[column] - ceiling_margin, knee)
     joints[:, robot.index('right_wrist')] = right_wrists + right_wrist
     joints[:, robot.index('left_wrist')] = left_wrists + left_wrist
     pedal_plan = PedalPlan.between(
