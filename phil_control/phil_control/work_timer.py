@@ -1,8 +1,10 @@
 """A node timer that runs only while its node has work.
 
-An idle MultiThreadedExecutor that a timer wakes 50-100 times a second rebuilds its wait set on
-every wake; on two shared cores that costs several percent of a CPU per node and delays the next
-command. ``WorkTimer`` is cancelled while idle and re-armed when work arrives.
+An idle node whose timer wakes its executor 50-100 times a second pays for every wake (a
+Python executor rebuilds its wait set each time); on two shared cores that costs several
+percent of a CPU per node and delays the next command. ``WorkTimer`` is cancelled while idle
+and re-armed when work arrives; re-arming wakes the executor (``Executor.wake``), which would
+otherwise sleep on with the timer it last saw cancelled.
 """
 
 from __future__ import annotations
