@@ -36,22 +36,6 @@ PLAY_TIMEOUT_S = 600.0
 SPAN_MARGIN_S = 0.5
 
 
-def summary(report) -> dict:
-    """JSON-ready report in ms."""
-    def in_ms(item: dict) -> dict:
-        result = {key: value for key, value in item.items() if not key.endswith('_s')}
-        for key, value in item.items():
-            if key.endswith('_s'):
-                result[key[:-2] + '_ms'] = None if value is None else round(value * 1e3, 2)
-        result['detected_share'] = round(item['matched'] / item['commanded'], 3) \
-            if item['commanded'] else None
-        return result
-
-    as_dict = report.as_dict()
-    return {'all': in_ms(as_dict['all']),
-            'instruments': {name: in_ms(item) for name, item in as_dict['instruments'].items()}}
-
-
 def play(graph: RunningGraph, play_id: str, speed: float) -> str:
     """PLAY one score to its end; returns the final state."""
     reply = graph.line_until_ok(f'PLAY|{play_id}', 60.0)
@@ -104,14 +88,14 @@ def main() -> int:
         every_impact.append((found, impacts.time_s[near]))
         report = hit_timing(names, times, found, impacts.time_s[near])
         print(json.dumps({'bench': 'hit_timing', 'score': play_id, 'speed': args.speed,
-                          'state': outcomes[play_id], **summary(report)}), flush=True)
+                          'state': outcomes[play_id], **report.in_ms()}), flush=True)
     if every_hit:
         report = hit_timing([n for names, _ in every_hit for n in names],
                             np.concatenate([t for _, t in every_hit]),
                             [n for names, _ in every_impact for n in names],
                             np.concatenate([t for _, t in every_impact]))
         print(json.dumps({'bench': 'hit_timing', 'score': 'all', 'speed': args.speed,
-                          'scores': len(every_hit), **summary(report)}), flush=True)
+                          'scores': len(every_hit), **report.in_ms()}), flush=True)
     return 0 if all(state == 'IDLE' for state in outcomes.values()) else 1
 
 

@@ -246,6 +246,10 @@ def test_timing_statistics_equal_hand_computed_values():
     json.dumps(data, allow_nan=False)
     text = format_timing(report)
     assert 'snare' in text and '+5.00' in text and '7.94' in text
+    in_ms = report.in_ms()  # the benchmarks' JSON lines
+    assert in_ms['instruments']['snare']['p99_abs_error_ms'] == 7.94
+    assert in_ms['instruments']['ride']['mean_error_ms'] is None
+    assert in_ms['all']['detected_share'] == round(8 / 9, 3) and 'mean_error_s' not in in_ms['all']
 
 
 def test_tracking_and_lateness_statistics():

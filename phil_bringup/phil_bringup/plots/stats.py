@@ -127,6 +127,21 @@ class TimingReport:
             'all': self.total.as_dict(),
         }
 
+    def in_ms(self, digits: int = 2) -> dict:
+        """The total and the instruments for a benchmark's JSON line: times in ms (``*_ms``),
+        plus ``detected_share`` (matched / commanded)."""
+
+        def converted(item: dict) -> dict:
+            result = {key: value for key, value in item.items() if not key.endswith('_s')}
+            result.update({key[:-2] + '_ms': None if value is None else round(value * 1e3, digits)
+                           for key, value in item.items() if key.endswith('_s')})
+            result['detected_share'] = (round(item['matched'] / item['commanded'], 3)
+                                        if item['commanded'] else None)
+            return result
+
+        return {'all': converted(self.total.as_dict()),
+                'instruments': {i.instrument: converted(i.as_dict()) for i in self.instruments}}
+
 
 def _instrument_order(names: set[str]) -> list[str]:
     try:
