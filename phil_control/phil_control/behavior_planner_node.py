@@ -11,7 +11,7 @@ Every command, from any route, goes through one StateMachine under one lock. A g
 command is rejected is accepted and aborted at once with the reason in its result (a rejected
 ROS goal carries no reason). Cancelling a goal halts its motion (or stops its play); the goal
 ends canceled when the joints are at rest.
-The node runs in a SingleThreadedExecutor and no callback blocks:
+The node runs in a single-threaded executor and no callback blocks:
 execute callbacks are coroutines that wait for their motion's completion (which wakes the
 executor); the state machine's actions run on GraphLinks' worker thread.
 """

@@ -18,7 +18,7 @@ cancel do not shorten it.
 
 A timer (``poll_period_s``) generates the due windows (one bar plus ``lead_s`` ahead), publishes
 hits, sends feedback and ends the goal. Concurrency and clock follow the trajectory_generator:
-a SingleThreadedExecutor, no callback blocks (execute callbacks are coroutines awaiting their
+a single-threaded executor, no callback blocks (execute callbacks are coroutines awaiting their
 goal's ``waking_future``); one lock guards the session; stamps are on the ROS clock unless
 ``stamp_clock: monotonic``. Parameters: ``play_conversions.PARAMETERS`` (validated once into
 ``PlayerConfig``).
@@ -432,7 +432,7 @@ class ScorePlayer(Node):
 
 
 def main(args: list[str] | None = None) -> None:
-    """Console entry point: run the node in a SingleThreadedExecutor."""
+    """Console entry point: run the node in a single-threaded executor."""
     run_node(ScorePlayer, args)
 
 

@@ -132,7 +132,7 @@ class TcpBridge(Node):
 
 
 def main(args: list[str] | None = None) -> None:
-    # No callback here blocks (the TCP server has its own threads): a SingleThreadedExecutor
+    # No callback here blocks (the TCP server has its own threads): a single-threaded executor
     # delivers the planner's answers with the least delay.
     run_node(TcpBridge, args)
 

@@ -22,9 +22,9 @@ while motion is queued starts at the end of it. Feedback (progress, time remaini
 all motion smoothly (bounded deceleration from the commanded state, no jump); the cancelled goal
 finishes when the joints are at rest, goals queued behind it are aborted.
 
-Concurrency: the node runs in a SingleThreadedExecutor and no callback blocks. Execute callbacks
-are coroutines awaiting their goal's ``waking_future``, which the tick completes when the motion
-ends. One lock guards the planner and the chunk queue.
+Concurrency: the node runs in a single-threaded executor (``node_runner.fastest_executor``) and
+no callback blocks. Execute callbacks are coroutines awaiting their goal's ``waking_future``,
+which the tick completes when the motion ends. One lock guards the planner and the chunk queue.
 
 Clock: every stamp (chunk starts, commanded_state) is on one clock, by default the node's ROS
 clock like every ROS stamp (the hardware node maps it onto the monotonic clock its bus loop
@@ -417,7 +417,7 @@ class TrajectoryGenerator(Node):
 
 
 def main(args: list[str] | None = None) -> None:
-    """Console entry point: run the node in a SingleThreadedExecutor."""
+    """Console entry point: run the node in a single-threaded executor."""
     run_node(TrajectoryGenerator, args)
 
 

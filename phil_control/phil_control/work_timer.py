@@ -22,7 +22,7 @@ class WorkTimer:
         node: Owner of the timer.
         period_s: Period while running, s.
         callback: Called every period while running.
-        callback_group: Group of the timer (and of its wake-up guard condition).
+        callback_group: Group of the timer.
     """
 
     def __init__(self, node: Node, period_s: float, callback: Callable[[], None],

@@ -23,7 +23,8 @@ def waking_future(node: Node) -> Future:
 
 
 def complete(future: Future, value: object = None) -> None:
-    """Set ``future``'s result unless it is already done (idempotent, thread-safe)."""
+    """Set ``future``'s result unless it is already done (a racing second completion is
+    harmless: it only schedules the wake again)."""
     if not future.done():
         future.set_result(value)
 

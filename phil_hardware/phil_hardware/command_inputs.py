@@ -18,11 +18,9 @@ from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from trajectory_msgs.msg import JointTrajectory
 
+from phil_description.node_runner import spin_until
 from phil_msgs.msg import TrajectoryChunk
 from phil_msgs.srv import Trigger
-
-# How often the spinning thread looks at its stop flag when nothing arrives, s.
-_STOP_POLL_S = 0.1
 
 
 class CommandInputs:
@@ -53,15 +51,13 @@ class CommandInputs:
         self._thread.start()
 
     def _spin(self) -> None:
-        while not self._stop.is_set() and self.node.context.ok():
-            try:
-                self._executor.spin_once(timeout_sec=_STOP_POLL_S)
-            except ExternalShutdownException:
-                return
-            except Exception:  # Ctrl-C tears the context down under us: then it is a stop
-                if self.node.context.ok() and not self._stop.is_set():
-                    raise
-                return
+        try:
+            spin_until(self._executor, self.node, self._stop)
+        except ExternalShutdownException:
+            pass
+        except Exception:  # Ctrl-C tears the context down under us: then it is a stop
+            if self.node.context.ok() and not self._stop.is_set():
+                raise
 
     def close(self, timeout_s: float = 2.0) -> None:
         """Stop the thread and destroy the companion node (idempotent)."""
