@@ -3,11 +3,15 @@ groups per test) and a PTY: start, configure, activate, chunk, snapshots, ESTOP,
 
 from __future__ import annotations
 
+import _thread
+import gc
 import math
 import os
 import random
 import signal
+import threading
 import time
+from multiprocessing import resource_tracker
 
 import numpy as np
 import pytest
@@ -19,6 +23,7 @@ from phil_hardware.core.realtime import RealtimeConfig
 from phil_hardware.core.safety import FaultCode, SafetyConfig
 from phil_hardware.core.transport import open_can_bus
 from phil_hardware.rt import BusLoopClient, BusLoopConfig, BusLoopError
+from phil_hardware.rt.shm import SHARED_BLOCK_PREFIX
 from phil_hardware.sim import PtyPort, SimulatedRobot
 
 pytestmark = pytest.mark.timeout(90)
@@ -142,3 +147,43 @@ def test_a_dead_loop_is_reported_and_commands_fail_cleanly(model, simulated):
     with pytest.raises(BusLoopError, match='exited'):
         client.configure().result(2)
     assert client.stop() == -signal.SIGKILL
+
+
+def _spawned_children() -> set[int]:
+    """Live (not yet reaped) child processes of this interpreter."""
+    children: set[int] = set()
+    for task in os.listdir('/proc/self/task'):
+        with open(f'/proc/self/task/{task}/children') as listing:
+            children.update(int(pid) for pid in listing.read().split())
+    return children
+
+
+@pytest.mark.parametrize('moment', ['spawning', 'waiting for ready'])
+def test_ctrl_c_during_start_stops_the_child_and_frees_the_shared_block(
+        model, simulated, capfd, moment):
+    """Ctrl-C while the bus loop is spawned or still starting: nothing is left behind."""
+    _, params, serial = simulated
+    client = make_client(model, params, serial, priority=0)
+    resource_tracker.ensure_running()  # a child of its own, started by the first spawn
+    before = _spawned_children()
+
+    def interrupt_start() -> None:
+        # The spawn takes a few ms, then the child needs ~0.5 s to import and report ready.
+        def spawning() -> bool:
+            return any(t.name == 'phil-bus-loop-spawn' for t in threading.enumerate())
+        while client.pid is None and not (moment == 'spawning' and spawning()):
+            time.sleep(0.0005)
+        _thread.interrupt_main()
+
+    interrupter = threading.Thread(target=interrupt_start)
+    interrupter.start()
+    with pytest.raises(KeyboardInterrupt):
+        client.start()
+        time.sleep(10.0)  # the interrupt must land in start(); the checks below say if not
+    interrupter.join()
+    gc.collect()
+    assert not client.alive
+    assert _spawned_children() - before == set()
+    ours = f'{SHARED_BLOCK_PREFIX}{os.getpid()}_'
+    assert [name for name in os.listdir('/dev/shm') if name.startswith(ours)] == []
+    assert 'Exception ignored' not in capfd.readouterr().err

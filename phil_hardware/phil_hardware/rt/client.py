@@ -92,12 +92,25 @@ class BusLoopClient:
         self._process = context.Process(target=process.run, name='phil-bus-loop',
                                         args=(self.config, child, self._exchange.name),
                                         daemon=True)
-        self._process.start()
-        child.close()
         self._conn = parent
+        try:
+            report = self._spawn_and_wait_ready(child)
+        except BaseException:
+            # Ctrl-C (or a failed start) must not leave a half-started child behind, nor a
+            # shared-memory block with live views that cannot be closed any more.
+            self._abort_start()
+            raise
+        self.realtime_report = report
+        for target, name in ((self._send_loop, 'sender'), (self._receive_loop, 'receiver')):
+            thread = threading.Thread(target=target, name=f'phil-bus-loop-{name}', daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        return self
+
+    def _spawn_and_wait_ready(self, child) -> dict:
+        self._spawn(child)
+        parent = self._conn
         if not parent.poll(self.config.start_timeout_s):
-            self._process.kill()
-            self._process.join(2.0)
             raise BusLoopError(f'bus loop did not start within {self.config.start_timeout_s} s '
                                f'(exit code {self._process.exitcode})')
         try:
@@ -108,12 +121,39 @@ class BusLoopClient:
                                f'{self._process.exitcode})') from error
         if tag != 'ready':
             raise BusLoopError(f'unexpected start-up message {tag!r}')
-        self.realtime_report = report
-        for target, name in ((self._send_loop, 'sender'), (self._receive_loop, 'receiver')):
-            thread = threading.Thread(target=target, name=f'phil-bus-loop-{name}', daemon=True)
-            thread.start()
-            self._threads.append(thread)
-        return self
+        return report
+
+    def _spawn(self, child) -> None:
+        # The spawn runs in a helper thread: a KeyboardInterrupt (raised only in the main
+        # thread) then cannot cut it between starting the child and handing it its arguments,
+        # which would leave a child we cannot name and that dies with a traceback.
+        failures: list[BaseException] = []
+
+        def spawn() -> None:
+            try:
+                self._process.start()
+            except Exception as error:  # reported to the caller below
+                failures.append(error)
+
+        spawner = threading.Thread(target=spawn, name='phil-bus-loop-spawn')
+        spawner.start()
+        try:
+            spawner.join()
+        except BaseException:
+            spawner.join()  # finish the spawn so the child can be stopped, then pass it on
+            raise
+        finally:
+            child.close()
+        if failures:
+            raise BusLoopError(f'bus loop process could not be spawned: {failures[0]}')
+
+    def _abort_start(self) -> None:
+        if self._process.pid is not None and self._process.is_alive():
+            self._process.kill()
+            self._process.join(2.0)
+        self._conn.close()
+        self._exchange.close()
+        self._exchange = None
 
     @property
     def alive(self) -> bool:

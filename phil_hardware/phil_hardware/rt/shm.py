@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import secrets
 import time
 import zlib
 from collections.abc import Sequence
@@ -22,6 +24,7 @@ from multiprocessing import shared_memory
 
 import numpy as np
 
+SHARED_BLOCK_PREFIX = 'phil_bus_loop_'
 JOINT_FIELDS = ('position_rad', 'velocity_rad_s', 'current_a', 'torque_mnm', 'temperature_c',
                 'target_rad', 'target_velocity_rad_s', 'mode', 'statusword', 'error_code',
                 'connected', 'present', 'last_feedback_s', 'feedback_count')
@@ -87,12 +90,14 @@ class StateExchange:
 
         Args:
             layout: Slot layout (both sides build it from the same configuration).
-            name: Block name to attach to (ignored when creating: a unique one is chosen).
+            name: Block name to attach to (ignored when creating: a unique ``phil_bus_loop_<pid>_``
+                name is chosen, so ``/dev/shm`` tells whose block it is).
             create: Create a new block (node side) or attach an existing one (loop side).
         """
         self.layout = layout
         if create:
-            self.shm = shared_memory.SharedMemory(create=True, size=layout.size)
+            unique = f'{SHARED_BLOCK_PREFIX}{os.getpid()}_{secrets.token_hex(4)}'
+            self.shm = shared_memory.SharedMemory(unique, create=True, size=layout.size)
             self.shm.buf[:layout.size] = bytes(layout.size)
         else:
             self.shm = shared_memory.SharedMemory(name=name)
