@@ -175,12 +175,17 @@ def test_ctrl_c_during_start_stops_the_child_and_frees_the_shared_block(
             time.sleep(0.0005)
         _thread.interrupt_main()
 
-    interrupter = threading.Thread(target=interrupt_start)
-    interrupter.start()
-    with pytest.raises(KeyboardInterrupt):
-        client.start()
-        time.sleep(10.0)  # the interrupt must land in start(); the checks below say if not
-    interrupter.join()
+    # CI may start the tests with SIGINT ignored; Ctrl-C needs Python's own handler.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        interrupter = threading.Thread(target=interrupt_start)
+        interrupter.start()
+        with pytest.raises(KeyboardInterrupt):
+            client.start()
+            time.sleep(10.0)  # the interrupt must land in start(); the checks below say if not
+        interrupter.join()
+    finally:
+        signal.signal(signal.SIGINT, previous)
     gc.collect()
     assert not client.alive
     assert _spawned_children() - before == set()

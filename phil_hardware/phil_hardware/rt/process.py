@@ -49,8 +49,6 @@ def open_transports(config: ControllerConfig, warn) -> Transports:
 def run(config: BusLoopConfig, conn: Any, shm_name: str) -> None:
     """Child-process main: runs the loop and exits with its code (0 = orderly shutdown)."""
     exchange = StateExchange(snapshot_layout(config), shm_name, create=False)
-
-
     controller = BusController(config.controller,
                                lambda: open_transports(config.controller, controller.warn))
     report = apply_realtime(config.realtime)
