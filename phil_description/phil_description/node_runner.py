@@ -11,6 +11,7 @@ manager.
 
 from __future__ import annotations
 
+import faulthandler
 import threading
 from collections.abc import Callable
 
@@ -26,6 +27,8 @@ GRAPH_SHUTDOWN_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_L
                                 reliability=ReliabilityPolicy.RELIABLE)
 # How often the main thread looks at the shutdown flag when nothing else wakes the executor.
 SHUTDOWN_POLL_PERIOD_S = 0.1
+# Longest teardown after spinning: the hardware node stops its bus loop (at most ~15 s) within it.
+TEARDOWN_TIMEOUT_S = 20.0
 
 
 def exit_on_graph_shutdown(node: Node, requested: threading.Event,
@@ -64,17 +67,26 @@ def fastest_executor() -> Executor:
 def run_node(make_node: Callable[[], Node], args: list[str] | None = None,
              make_executor: Callable[[], Executor] = fastest_executor,
              graph_shutdown: bool = True) -> None:
-    """Create the node after ``rclpy.init`` and spin it until shutdown."""
+    """Create the node after ``rclpy.init`` and spin it until shutdown.
+
+    Once spinning ends, teardown has ``TEARDOWN_TIMEOUT_S``; if it hangs, the process prints
+    every thread's stack to stderr and exits with status 1 (see :func:`exit_if_stuck`).
+    """
     rclpy.init(args=args)
-    node = None
+    node = executor = None
     requested = threading.Event()
     try:
-        node = make_node()
-        if graph_shutdown:
-            exit_on_graph_shutdown(node, requested, getattr(node, 'on_graph_shutdown', None))
-        executor = make_executor()
-        executor.add_node(node)
-        spin_until(executor, node, requested)
+        try:
+            node = make_node()
+            if graph_shutdown:
+                exit_on_graph_shutdown(node, requested, getattr(node, 'on_graph_shutdown', None))
+            executor = make_executor()
+            executor.add_node(node)
+            spin_until(executor, node, requested)
+        finally:
+            # Armed before the handlers below: clearing a caught exception can already free
+            # rcl handles (its traceback holds the frames that own them).
+            exit_if_stuck(TEARDOWN_TIMEOUT_S)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except Exception:
@@ -87,3 +99,16 @@ def run_node(make_node: Callable[[], Node], args: list[str] | None = None,
         if node is not None:
             node.destroy_node()
         rclpy.try_shutdown()
+        node = executor = None  # freed while the guard still watches
+        faulthandler.cancel_dump_traceback_later()
+
+
+def exit_if_stuck(timeout_s: float) -> None:
+    """End the process (status 1, every thread's stack on stderr) unless
+    ``faulthandler.cancel_dump_traceback_later()`` is called within ``timeout_s``.
+
+    The watchdog is faulthandler's C thread, so it acts even when the hang holds the GIL, as
+    rclpy's teardown does while Fast DDS destroys a participant: that can deadlock against a
+    discovery callback when the whole graph stops at once, spinning forever on a CPU.
+    """
+    faulthandler.dump_traceback_later(timeout_s, exit=True)

@@ -1,10 +1,12 @@
 """run_node in real processes: a node whose executor threads are busy when `/phil/shutdown`
-arrives exits with code 0, having run its before-exit hook exactly once."""
+arrives exits with code 0, having run its before-exit hook exactly once; a teardown that hangs
+(holding the GIL, as a middleware deadlock does) still ends the process."""
 
 from __future__ import annotations
 
 import os
 import random
+import signal
 import subprocess
 import sys
 import textwrap
@@ -27,7 +29,9 @@ EXIT_TIMEOUT_S = 30.0
 # hardware nodes that used to fail on destroyed handles when QUIT arrived mid-callback.
 BUSY_NODE = textwrap.dedent('''
     import sys
+    import time
     from rclpy.executors import MultiThreadedExecutor
+    import phil_description.node_runner as node_runner
     from rclpy.node import Node
     from std_msgs.msg import Empty, String
     from phil_description.node_runner import run_node
@@ -52,7 +56,9 @@ BUSY_NODE = textwrap.dedent('''
             self.hooks += 1
             print(f'hook {self.hooks}', flush=True)
 
+    node_runner.TEARDOWN_TIMEOUT_S = 1.0
     run_node(Busy, make_executor=lambda: MultiThreadedExecutor(num_threads=4))
+    time.sleep(1.5)  # the teardown guard is off once run_node returned
     print('exited', flush=True)
 ''')
 
@@ -101,3 +107,42 @@ def test_graph_shutdown_ends_busy_multithreaded_nodes_with_code_0(domain_env):
         assert code == 0, stderr
         assert stdout.splitlines() == ['hook 1', 'exited'], stdout
         assert 'Error' not in stderr and 'Traceback' not in stderr, stderr
+
+
+HANGING_TEARDOWN = textwrap.dedent('''
+    import ctypes
+    from rclpy.node import Node
+    import phil_description.node_runner as node_runner
+
+    class Stuck(Node):
+        def __init__(self):
+            super().__init__('stuck_teardown')
+            print('ready', flush=True)
+
+        def destroy_node(self):
+            ctypes.PyDLL(None).sleep(60)  # a C call that keeps the GIL, like rcl_node_fini
+            super().destroy_node()
+
+    node_runner.TEARDOWN_TIMEOUT_S = 1.0
+    node_runner.run_node(Stuck)
+    print('returned', flush=True)
+''')
+
+
+def test_a_teardown_that_hangs_holding_the_gil_still_ends_the_process(domain_env):
+    # CI may start the tests with SIGINT ignored; the child must get Ctrl-C like a node does.
+    process = subprocess.Popen([sys.executable, '-c', HANGING_TEARDOWN], env=domain_env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        _wait_for_line(process, 'ready', READY_TIMEOUT_S)
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=EXIT_TIMEOUT_S)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 1, (process.returncode, stderr)
+    assert 'returned' not in stdout
+    assert 'Timeout (0:00:01)!' in stderr
+    assert 'in destroy_node' in stderr  # the stuck frame is named

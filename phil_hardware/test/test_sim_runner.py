@@ -156,6 +156,20 @@ def test_simulator_process_serves_can_and_dynamixel_and_stops_on_sigint(tmp_path
         simulator.kill()
 
 
+def test_a_storm_of_stop_signals_still_ends_the_simulator_cleanly():
+    """Ctrl-C pressed repeatedly, plus SIGTERM, as a launcher dying mid-stop may send."""
+    simulator = Simulator('--can-channel-base', unique_group_base(), '--no-dxl')
+    try:
+        simulator.wait_for(READY_LINE, START_TIMEOUT_S)
+        for index in range(400):
+            if simulator.process.poll() is not None:
+                break
+            simulator.process.send_signal(signal.SIGTERM if index % 2 else signal.SIGINT)
+        assert simulator.process.wait(timeout=15) == 0, simulator.stderr()
+    finally:
+        simulator.kill()
+
+
 def test_niceness_reaches_the_device_loop_thread():
     simulator = Simulator('--can-channel-base', unique_group_base(), '--no-dxl', '--nice', '5')
     try:

@@ -18,6 +18,7 @@ import json
 import logging
 import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -225,8 +226,7 @@ def run(args: argparse.Namespace, stop: threading.Event, out: TextIO = sys.stdou
             threading.Thread(target=_control_loop, args=(robot, sys.stdin, out),
                              name='phil-sim-control', daemon=True).start()
         _emit(out, READY_LINE)
-        while not stop.wait(0.2):
-            pass  # a timed wait keeps the main thread responsive to signals
+        stop.wait()
     return 0
 
 
@@ -236,13 +236,40 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=args.log_level.upper(),
                         format='%(asctime)s %(levelname)s %(name)s: %(message)s')
     stop = threading.Event()
+    stop_signals = (signal.SIGINT, signal.SIGTERM)
+    stop_on_signals(stop, stop_signals)
+    code = run(args, stop)
+    for signum in stop_signals:  # stopped already: a late Ctrl-C must not kill the exit
+        signal.signal(signum, signal.SIG_IGN)
+    return code
 
-    def request_stop(signum: int, frame: object) -> None:
-        stop.set()
 
-    signal.signal(signal.SIGINT, request_stop)
-    signal.signal(signal.SIGTERM, request_stop)
-    return run(args, stop)
+def stop_on_signals(stop: threading.Event, signals: Sequence[signal.Signals]) -> None:
+    """Set ``stop`` when one of ``signals`` arrives, however often and whenever they come.
+
+    Call it from the main thread. Python's own C-level handler writes each signal's number to a
+    wake-up socket, whatever thread the kernel picked and whatever the main thread was doing; a
+    thread of its own reads the socket and sets the Event. Setting the Event in a Python handler
+    instead deadlocks on the Event's lock when a signal lands while the main thread holds it (in
+    ``stop.wait`` or in an earlier handler's ``set``).
+    """
+    reader, writer = socket.socketpair()
+    writer.setblocking(False)
+    signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+    wanted = {int(signum) for signum in signals}
+    for signum in signals:
+        signal.signal(signum, lambda number, frame: None)  # the wake-up byte does the work
+
+    def wait_for_signals() -> None:
+        with reader, writer:
+            while True:
+                received = reader.recv(64)
+                if not received:
+                    return
+                if wanted.intersection(received):
+                    stop.set()
+
+    threading.Thread(target=wait_for_signals, name='phil-sim-signals', daemon=True).start()
 
 
 if __name__ == '__main__':
