@@ -35,6 +35,7 @@ from .shm import StateExchange
 from .snapshot import BusSnapshot, decode_snapshot
 
 SEND_QUEUE_SIZE = 256
+SPAWN_SETTLE_TIMEOUT_S = 5.0  # a spawn takes tens of ms
 
 
 class BusLoopError(RuntimeError):
@@ -128,19 +129,23 @@ class BusLoopClient:
         # thread) then cannot cut it between starting the child and handing it its arguments,
         # which would leave a child we cannot name and that dies with a traceback.
         failures: list[BaseException] = []
+        done = threading.Event()
 
         def spawn() -> None:
             try:
                 self._process.start()
             except Exception as error:  # reported to the caller below
                 failures.append(error)
+            finally:
+                done.set()
 
-        spawner = threading.Thread(target=spawn, name='phil-bus-loop-spawn')
-        spawner.start()
         try:
-            spawner.join()
+            threading.Thread(target=spawn, name='phil-bus-loop-spawn').start()
+            done.wait()
         except BaseException:
-            spawner.join()  # finish the spawn so the child can be stopped, then pass it on
+            # Let a spawn in flight finish so its child can be stopped, then pass it on. (If
+            # the interrupt came before the thread existed, nothing was spawned: wait bounded.)
+            done.wait(SPAWN_SETTLE_TIMEOUT_S)
             raise
         finally:
             child.close()
