@@ -12,6 +12,7 @@ loop -> CAN / serial frames -> simulated drives -> simulated arm -> impact. It d
 audio latency or the real drive dynamics.
 
 Usage: python phil_bringup/bench/bench_hit_timing.py [--scores rock,funk] [--speed 1.0]
+       [--keep-logs DIR]
 (--speed is sent as PLAY_CTRL|speed once each song plays.)
 """
 
@@ -53,11 +54,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--scores', default='', help='comma-separated play-list ids (all)')
     parser.add_argument('--speed', type=float, default=1.0)
+    parser.add_argument('--keep-logs', type=Path, default=None, metavar='DIR',
+                        help='run the graph in DIR and keep its logs (hits.csv, impacts.jsonl, '
+                             'motors.csv, ...) for `phil plot`')
     args = parser.parse_args()
     play_list = load_play_list(default_play_list())
     ids = [name for name in args.scores.split(',') if name] or list(play_list.entries)
-    with tempfile.TemporaryDirectory() as folder:
-        graph = RunningGraph(Path(folder)).start()
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = args.keep_logs or Path(scratch)
+        folder.mkdir(parents=True, exist_ok=True)
+        graph = RunningGraph(folder).start()
         outcomes = {}
         try:
             graph.line('START')

@@ -22,6 +22,7 @@ from phil_control.core.play import (
     PlayProgress,
     ScheduledHit,
     check_motion_lead_s,
+    check_pedal_lead_s,
     timing_stats,
 )
 from phil_control.core.score import Hand
@@ -73,6 +74,11 @@ PARAMETERS = {
         'the motion runs this far ahead of the music so the sticks land on the beat: the '
         'drives\' delay in following their commands, s (0..0.05)',
     ),
+    'pedal_lead_s': (
+        0.0,
+        'the pedals run this much further ahead than the arms: how much later the pedal drives '
+        'follow than the arm drives, s (-0.05..0.05)',
+    ),
     'log_dir': ('', "folder for hits.csv (one row per commanded hit); '' = no log"),
     'wrist_torque': (
         True,
@@ -111,6 +117,7 @@ class PlayerConfig:
     stamp_clock: str
     wrist_torque: bool = True
     motion_lead_s: float = 0.0
+    pedal_lead_s: float = 0.0
 
     @classmethod
     def from_parameters(cls, values: dict) -> PlayerConfig:
@@ -134,6 +141,7 @@ class PlayerConfig:
             )
         try:
             check_motion_lead_s(values['motion_lead_s'])
+            check_pedal_lead_s(values['pedal_lead_s'])
         except ValueError as error:
             raise ValueError(f'parameter {error}') from None
         play_list = Path(values['play_list']) if values['play_list'] else default_play_list()
@@ -152,6 +160,7 @@ class PlayerConfig:
             stamp_clock=values['stamp_clock'],
             wrist_torque=bool(values['wrist_torque']),
             motion_lead_s=float(values['motion_lead_s']),
+            pedal_lead_s=float(values['pedal_lead_s']),
         )
 
 

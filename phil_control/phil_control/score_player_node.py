@@ -122,7 +122,8 @@ class ScorePlayer(Node):
         if play_list is None:
             self.get_logger().warning('no play list found: scores can be played by path only')
         self.session = PlaySession(self.robot, play_list, self.config.margin_s, self.config.lead_s,
-                                   self.config.wrist_torque, self.config.motion_lead_s)
+                                   self.config.wrist_torque, self.config.motion_lead_s,
+                                   self.config.pedal_lead_s)
         warn = self.get_logger().warning
         self.audio: AudioPlayer = audio_player or make_audio_player(
             self.config.audio_command, lambda: self._clock_ns() * 1e-9, warn

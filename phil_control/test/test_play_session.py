@@ -163,6 +163,40 @@ def test_motion_lead_moves_the_sticks_earlier_and_keeps_the_music(robot, play_li
             PlaySession(robot, play_list, motion_lead_s=bad)
 
 
+@pytest.mark.parametrize('speed', [1.0, 1.5])
+def test_pedal_lead_moves_only_the_pedals_earlier(robot, play_list, speed):
+    lead = 0.004
+    columns = [robot.index('right_pedal'), robot.index('left_pedal')]
+    arms = [i for i in range(len(robot.joint_names)) if i not in columns]
+    played = {}
+    for name, pedal_lead_s in (('plain', 0.0), ('early', lead)):
+        session = PlaySession(robot, play_list, pedal_lead_s=pedal_lead_s)
+        recorder = Recorder(robot)
+        recorder.add(session.start('rock', now_s=START_S, current_positions_rad=robot.ready_rad,
+                                   speed=speed))
+        recorder.add(session.poll(START_S + 12.0))
+        played[name] = recorder, session
+    (plain, plain_session), (early, early_session) = played['plain'], played['early']
+    np.testing.assert_array_equal(early.times, plain.times)
+    np.testing.assert_allclose(early.positions[:, arms], plain.positions[:, arms], atol=1e-12)
+    assert [h.command_time_s for h in early_session.commanded_hits] == (
+        [h.command_time_s for h in plain_session.commanded_hits])
+    # Every bass stroke passes half its travel on the way down `lead` earlier (wall time).
+    bass = robot.index('right_pedal')
+    fine = np.arange(START_S + 4.0, START_S + 11.6, 0.00005)
+    downward = {}
+    for name, recorder in (('plain', plain), ('early', early)):
+        angle = sample_hermite(recorder.times, recorder.positions[:, [bass]],
+                               recorder.velocities[:, [bass]], fine)[:, 0]
+        crossing = np.nonzero((angle[:-1] > math.radians(-10.0))
+                              & (angle[1:] <= math.radians(-10.0)))[0]
+        downward[name] = fine[crossing]
+    assert len(downward['plain']) > 4
+    np.testing.assert_allclose(downward['early'], downward['plain'] - lead, atol=1e-4)
+    with pytest.raises(ValueError, match='pedal_lead_s'):
+        PlaySession(robot, play_list, pedal_lead_s=0.2)
+
+
 def test_drum_start_is_a_cosine_to_the_reset_pose(robot, play_list):
     _, recorder = _start(robot, play_list)
     chunks, times, positions = _kind(recorder, ChunkKind.DRUM_START)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import math
 import time
 from pathlib import Path
 
@@ -475,3 +476,6 @@ def test_default_play_list_is_the_workspace_one():
         PlayerConfig.from_parameters({**values, 'poll_period_s': 0.0})
     with pytest.raises(ValueError, match='parameter motion_lead_s'):
         PlayerConfig.from_parameters({**values, 'motion_lead_s': 0.5})
+    with pytest.raises(ValueError, match='parameter pedal_lead_s'):
+        PlayerConfig.from_parameters({**values, 'pedal_lead_s': math.nan})
+    assert PlayerConfig.from_parameters({**values, 'pedal_lead_s': -0.001}).pedal_lead_s == -0.001

@@ -36,7 +36,11 @@ from phil_control.core.play.common import (
     WaistChooser,
 )
 from phil_control.core.play.robot import PlayRobot, StrikeTarget, UnknownDrumError
-from phil_control.core.play.session import PlaySession, check_motion_lead_s
+from phil_control.core.play.session import (
+    PlaySession,
+    check_motion_lead_s,
+    check_pedal_lead_s,
+)
 from phil_control.core.play.timeline import (
     PlaySource,
     ResumePoint,
@@ -85,6 +89,7 @@ __all__ = [
     'WaistChooser',
     'WindowMotion',
     'check_motion_lead_s',
+    'check_pedal_lead_s',
     'downward_crossing',
     'generate_window',
     'match_hits',

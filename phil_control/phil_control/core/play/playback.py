@@ -97,11 +97,13 @@ class Playback:
         chooser: WaistChooser,
         wrist_torque: bool = True,
         motion_lead_s: float = 0.0,
+        pedal_lead_s: float = 0.0,
     ) -> None:
         """Plan DRUM START from `current_positions_rad` at wall time `start_s`.
 
         The motion runs `motion_lead_s` ahead of the music: `clock` is the motion's clock, and
-        a hit's command time (the music's) is its strike point's time plus the lead.
+        a hit's command time (the music's) is its strike point's time plus the lead. The
+        pedals run `pedal_lead_s` further ahead (see `generate_window`).
 
         Raises:
             PlayAborted: The reset pose cannot be reached.
@@ -137,6 +139,7 @@ class Playback:
             duration_s=TRANSFER_DURATION_S - motion_lead_s,
         )
         self.motion_lead_s = motion_lead_s
+        self.pedal_lead_s = pedal_lead_s
         self.clock = ScoreClock(start_s + TRANSFER_DURATION_S - motion_lead_s, speed)
         self._started = _Point(self.clock.wall_at(0.0), reset, np.zeros_like(reset))
         self._replace_next = False
@@ -220,7 +223,8 @@ class Playback:
 
     def _generate(self, window: Window) -> tuple[WindowMotion, GeneratorState, float]:
         speed = self.requested_speed
-        motion, state = generate_window(self.robot, window, self._state, speed, self._chooser)
+        motion, state = generate_window(self.robot, window, self._state, speed, self._chooser,
+                                        self.pedal_lead_s)
         for _ in range(_GUARD_ATTEMPTS):
             peak = np.max(np.abs(motion.velocities_rad_s), axis=0, initial=0.0)
             ratio = float(np.max(peak * speed / self.robot.velocity_limit_rad_s))
@@ -228,7 +232,8 @@ class Playback:
                 break
             # the samples move with the speed, so the peak is checked again
             speed *= VELOCITY_GUARD_SHARE / ratio
-            motion, state = generate_window(self.robot, window, self._state, speed, self._chooser)
+            motion, state = generate_window(self.robot, window, self._state, speed,
+                                            self._chooser, self.pedal_lead_s)
         if speed != self.requested_speed:
             self.guarded_windows += 1
         if self.clock.speed_at(window.start_s) != speed:

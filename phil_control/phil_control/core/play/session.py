@@ -55,6 +55,13 @@ def check_motion_lead_s(value: float) -> None:
         raise ValueError(f'motion_lead_s must be in [0, {MAX_MOTION_LEAD_S}] s, got {value}')
 
 
+def check_pedal_lead_s(value: float) -> None:
+    """Raise ValueError naming ``pedal_lead_s`` unless |value| <= MAX_MOTION_LEAD_S s."""
+    if not (math.isfinite(value) and abs(value) <= MAX_MOTION_LEAD_S):
+        raise ValueError(f'pedal_lead_s must be in [-{MAX_MOTION_LEAD_S}, '
+                         f'{MAX_MOTION_LEAD_S}] s, got {value}')
+
+
 class PlaySession:
     """Plays scores and single HITs; one play at a time, reusable afterwards.
 
@@ -69,6 +76,8 @@ class PlaySession:
         resume_point: Saved by `pause`, cleared by `start` and `stop`.
         motion_lead_s: The motion runs this far ahead of the music (hits, audio, progress), so
             drives that follow their commands this late strike on time, s.
+        pedal_lead_s: The pedals run this much further ahead, for pedal drives that follow
+            later than the arm drives (negative: earlier), s.
         wrist_torque: Wrists in torque mode (CST) while playing; False keeps them in position.
         audio: Audio track of the current play ('' when silent or resumed).
     """
@@ -81,12 +90,15 @@ class PlaySession:
         extra_lookahead_s: float = 0.5,
         wrist_torque: bool = True,
         motion_lead_s: float = 0.0,
+        pedal_lead_s: float = 0.0,
     ) -> None:
         """Set up; nothing moves until `start` or `hit`."""
         check_motion_lead_s(motion_lead_s)
+        check_pedal_lead_s(pedal_lead_s)
         self.robot = robot
         self.wrist_torque = wrist_torque
         self.motion_lead_s = motion_lead_s
+        self.pedal_lead_s = pedal_lead_s
         self.play_list = play_list
         self.margin_s = margin_s
         self.extra_lookahead_s = extra_lookahead_s
@@ -357,6 +369,7 @@ class PlaySession:
             self._chooser,
             self.wrist_torque,
             self.motion_lead_s,
+            self.pedal_lead_s,
         )
         self._play, self._reported = play, 0
         return [*play.drum_start(), *play.fill(now_s, self.extra_lookahead_s)]

@@ -222,6 +222,7 @@ def generate_window(
     state: GeneratorState,
     speed: float = 1.0,
     chooser: WaistChooser | None = None,
+    pedal_lead_s: float = 0.0,
 ) -> tuple[WindowMotion, GeneratorState]:
     """Generate the first interval of a window.
 
@@ -231,6 +232,10 @@ def generate_window(
         state: Generator state at events[0].
         speed: Playback speed; only sets the sample count (wall step <= 5 ms).
         chooser: Waist chooser (shared across windows for its cache).
+        pedal_lead_s: The pedals' motion runs this far (wall time) ahead of the arms', for
+            pedal drives that follow their commands later than the arm drives do, s. Past
+            the interval's end a pedal holds its end angle, and the next interval starts that
+            much into its own pedal motion.
 
     Returns:
         The motion and the generator state at events[1].
@@ -295,7 +300,7 @@ def generate_window(
         (events[0].hihat_closed, target.hihat_closed),
     )
     joints[:, robot.index('right_pedal')], joints[:, robot.index('left_pedal')] = (
-        pedal_plan.evaluate(probe)
+        pedal_plan.evaluate(probe + pedal_lead_s * speed)
     )
     head_yaw, head_pitch = head_plan.evaluate(probe)
     joints[:, robot.index('head_yaw')] = head_yaw - waist_angles
