@@ -118,6 +118,33 @@ def test_each_injected_fault_latches_the_right_fault_and_holds(active, joint, ki
     assert ctl.push_chunk(move_chunk(ctl, ctl.queue.target_rad)) == 'faulted: reset first'
 
 
+def test_a_silent_tmotor_gets_the_trajectory_velocity_without_a_stale_correction(active):
+    """Feedback stops while the elbow moves: the velocity law drops its position term (which
+    would grow with the distance to the stale angle) until feedback returns or times out."""
+    ctl = active.controller
+    active.run(0.05)
+    elbow = ctl.config.joint_names.index('right_elbow')
+    goal = np.array(ctl.queue.target_rad)
+    goal[elbow] += 20 * DEG
+    active.robot.set_fault('right_elbow', 'silence')
+    assert ctl.push_chunk(move_chunk(ctl, goal, 0.5, joints=['right_elbow'])) is None
+    active.seen.clear()
+    active.run(0.2)  # shorter than the rig's feedback timeout: no fault yet
+    assert not ctl.safety.faulted
+    assert ctl.safety.counters.feedforward_only >= 30
+    sent = [int.from_bytes(f.data, 'big', signed=True) for f in active.seen['can1']
+            if f.is_extended_id and f.arbitration_id == 0x304]
+    assert len(sent) >= 30
+    # Peak feed-forward of a 20 deg cosine move in 0.5 s: pi/0.5 * 20 deg / 2 = 1.097 rad/s,
+    # 2005 ERPM per rad/s; the position term would add 4000 ERPM per motor rad of lag.
+    peak_erpm = math.pi / 0.5 * (20 * DEG) / 2 * 21 * 10 * 60 / (2 * math.pi)
+    assert max(abs(erpm) for erpm in sent) <= peak_erpm + 1
+    active.robot.clear_fault('right_elbow')
+    assert active.run(0.5, until=lambda: ctl.safety.counters.feedforward_only > 0 and
+                      ctl.measured.connected(elbow, time.monotonic(), 0.015))
+    assert not ctl.safety.faulted
+
+
 def test_maxon_out_of_range_gets_shutdown_and_reset_waits_for_the_cause(active):
     ctl = active.controller
     active.run(0.05)

@@ -40,6 +40,15 @@ def test_velocity_law_frame_for_a_known_state_right_elbow(config):
     assert frame == CanFrame(0x304, bytes.fromhex('fffffbd0'), True)
 
 
+def test_velocity_law_frame_without_a_measurement_is_the_feed_forward_alone(config):
+    # The state above without its position term: -1002.68 ERPM -> -1003.
+    motor = by_joint(TMotorGroup(config.joints).motors, 'right_elbow')
+    frame = TMotorGroup.velocity_frame(motor, 80 * DEG, 0.5, None)
+    assert frame == CanFrame(0x304, bytes.fromhex('fffffc15'), True)
+    resting = TMotorGroup.velocity_frame(motor, 80 * DEG, 0.0, None)
+    assert resting == CanFrame(0x304, bytes(4), True)
+
+
 def test_velocity_law_frame_clamps_at_100000_erpm(config):
     motor = by_joint(TMotorGroup(config.joints).motors, 'waist')  # node 0, dir +1, gear 9
     frame = TMotorGroup.velocity_frame(motor, 80 * DEG, 60.0, -80 * DEG)  # 108290 + 2793

@@ -55,6 +55,20 @@ def test_range_check_skips_a_target_outside_the_urdf_limits(monitor):
     assert not monitor.faulted
 
 
+def test_a_stale_measurement_asks_for_the_feed_forward_velocity_alone(monitor):
+    # measured at t = 0 (fixture); fresh for 15 ms, then stale
+    assert monitor.check_send(ELBOW, 40.1 * DEG, now_s=0.015) == SendCheck.SKIP_JUMP
+    assert monitor.check_send(ELBOW, 40.1 * DEG, now_s=0.0151) == SendCheck.FEEDFORWARD_ONLY
+    assert monitor.check_send(ELBOW, 10 * DEG, now_s=0.5) == SendCheck.FEEDFORWARD_ONLY
+    assert monitor.counters.feedforward_only == 2
+    assert monitor.check_send(ELBOW, -0.1 * DEG, now_s=0.5) == SendCheck.SKIP_RANGE  # first
+    monitor.on_position(ELBOW, 12 * DEG, 0.5)
+    assert monitor.check_send(ELBOW, 12 * DEG, now_s=0.51) == SendCheck.OK
+    assert not monitor.faulted
+    with pytest.raises(ValueError, match='fresh_feedback_s'):
+        SafetyConfig(fresh_feedback_s=0.0)
+
+
 def test_pre_send_checks_apply_to_tmotors_only(monitor):
     assert monitor.check_send(WRIST, 95 * DEG) == SendCheck.OK
 

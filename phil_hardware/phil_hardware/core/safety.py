@@ -75,6 +75,10 @@ class SendCheck(IntEnum):
     OK = 0
     SKIP_JUMP = 1
     SKIP_RANGE = 2
+    # The measurement is too old for the velocity law's position term: send the trajectory's
+    # velocity alone (a stale angle would turn into a large, wrong correction, and the jump
+    # check against it would skip frames and leave the motor on its last speed).
+    FEEDFORWARD_ONLY = 3
 
 
 @dataclass(frozen=True)
@@ -86,16 +90,20 @@ class SafetyConfig:
         over_current_frames: Consecutive over-limit frames that latch OVER_CURRENT.
         can_feedback_timeout_s: Feedback silence that latches FEEDBACK_TIMEOUT on CAN [s].
         serial_feedback_timeout_s: Same for Dynamixel servos [s].
+        fresh_feedback_s: A TMotor measurement older than this is stale: the pre-send check
+            answers FEEDFORWARD_ONLY (the motors broadcast status every 5 ms) [s].
     """
 
     jump_limit_rad: float = math.radians(30.0)
     over_current_frames: int = 7
     can_feedback_timeout_s: float = 0.05
     serial_feedback_timeout_s: float = 0.1
+    fresh_feedback_s: float = 0.015
 
     def __post_init__(self) -> None:
         """Refuse non-positive or non-finite values."""
-        for name in ('jump_limit_rad', 'can_feedback_timeout_s', 'serial_feedback_timeout_s'):
+        for name in ('jump_limit_rad', 'can_feedback_timeout_s', 'serial_feedback_timeout_s',
+                     'fresh_feedback_s'):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0.0):
                 raise ValueError(f'safety {name} must be a positive number, got {value!r}')
@@ -145,6 +153,7 @@ class SafetyCounters:
 
     skipped_jump: int = 0
     skipped_range: int = 0
+    feedforward_only: int = 0
     faults_latched: int = 0
     resets_refused: int = 0
 
@@ -197,12 +206,14 @@ class SafetyMonitor:
         for state in self._joints:
             state.armed = False
 
-    def check_send(self, index: int, target_rad: float) -> SendCheck:
-        """TMotor pre-send check of one target; a skip is counted.
+    def check_send(self, index: int, target_rad: float,
+                   now_s: float | None = None) -> SendCheck:
+        """TMotor pre-send check of one target; a skip or a stale measurement is counted.
 
         Args:
             index: Joint index.
             target_rad: Joint target about to be sent [rad].
+            now_s: Robot time of the send [s]; None skips the staleness rule.
         """
         state = self._joints[index]
         spec = state.spec
@@ -212,6 +223,9 @@ class SafetyMonitor:
             state.skipped_range += 1
             self.counters.skipped_range += 1
             return SendCheck.SKIP_RANGE
+        if now_s is not None and now_s - state.last_feedback_s > self.config.fresh_feedback_s:
+            self.counters.feedforward_only += 1
+            return SendCheck.FEEDFORWARD_ONLY
         # Without a measurement there is nothing to jump from; the controller only sends after
         # the first feedback anyway.
         if abs(target_rad - state.measured_rad) > self.config.jump_limit_rad:

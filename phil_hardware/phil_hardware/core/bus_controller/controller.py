@@ -244,7 +244,7 @@ class BusController(FeedbackReceiver):
             self.send(bus, SYNC_FRAME)
         phase = self._tick_index % self.config.cycle.slow_divider
         if phase == self.config.cycle.tmotor_phase:
-            self._send_tmotors(targets, velocities, measured)
+            self._send_tmotors(targets, velocities, measured, now)
         if phase == self.config.cycle.dxl_phase:
             for bus, bank in self.dxl_banks.items():
                 if bank.present:
@@ -252,7 +252,7 @@ class BusController(FeedbackReceiver):
                     self.transports.serial[bus].write(bank.goal_packet(targets)
                                                       + bank.read_packet())
 
-    def _send_tmotors(self, targets, velocities, measured) -> None:
+    def _send_tmotors(self, targets, velocities, measured, now: float) -> None:
         safety = self.safety
         holding = self.holding
         for motor in self._active_tmotors:
@@ -262,7 +262,10 @@ class BusController(FeedbackReceiver):
                 self.counters.tmotor_frames_skipped_no_feedback += 1
                 continue
             target = targets[i]
-            if safety.check_send(i, target) != SendCheck.OK:
+            check = safety.check_send(i, target, now)
+            if check == SendCheck.FEEDFORWARD_ONLY:
+                measured_rad = None
+            elif check != SendCheck.OK:
                 # Skipping leaves the motor on its last speed command; while holding after a
                 # fault that must be a standstill, not whatever was last sent.
                 if holding:

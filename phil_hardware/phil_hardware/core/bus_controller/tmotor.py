@@ -58,7 +58,8 @@ class TMotorGroup:
 
     @staticmethod
     def velocity_frame(
-        motor: TMotorJoint, target_rad: float, target_velocity_rad_s: float, measured_rad: float
+        motor: TMotorJoint, target_rad: float, target_velocity_rad_s: float,
+        measured_rad: float | None,
     ) -> CanFrame:
         """SET_RPM with the upstream velocity law (FACTS section 2).
 
@@ -66,13 +67,15 @@ class TMotorGroup:
             motor: The motor.
             target_rad: Joint target [rad].
             target_velocity_rad_s: Joint target velocity (feed-forward) [rad/s].
-            measured_rad: Last measured joint position [rad].
+            measured_rad: Last measured joint position [rad]; None drops the position term
+                (the measurement is stale), leaving the feed-forward velocity.
         """
         params = motor.params
+        target_motor_rad = params.joint_to_motor_rad(target_rad)
         erpm = tmotor.velocity_law_erpm(
-            params.joint_to_motor_rad(target_rad),
+            target_motor_rad,
             target_velocity_rad_s,
-            params.joint_to_motor_rad(measured_rad),
+            target_motor_rad if measured_rad is None else params.joint_to_motor_rad(measured_rad),
             params.direction_sign,
             params.gear_ratio,
             params.pole_pairs,
