@@ -16,7 +16,7 @@ import pytest
 from phil_bringup.plots import runlog
 from phil_bringup.plots.cli import plot_run
 from phil_bringup.plots.stats import hit_timing
-from phil_bringup.testing.graph import FrameCapture, RunningGraph
+from phil_bringup.testing.graph import FrameCapture, RunningGraph, cpu_seconds
 
 pytest.importorskip('rclpy')
 
@@ -27,6 +27,7 @@ from phil_hardware.core.codecs.frame import CanFrame
 pytestmark = pytest.mark.timeout(420)
 
 MODEL = default_robot_model(sim=True)
+WAITING_CPU_WINDOW_S = 2.0
 
 
 def status_angles_deg(fields: list[str]) -> list[float]:
@@ -162,6 +163,13 @@ def drum_session(robot: RunningGraph) -> None:
 
     assert robot.line('PLAY|rock') == 'OK|PLAY'
     robot.wait_state('PLAYING', 10.0)
+    # The play's goals wait in coroutines for seconds: waiting must not cost a CPU (rclpy's
+    # EventsExecutor re-runs a waiting coroutine in a busy loop; these nodes must not use it).
+    waiting = ('behavior_planner', 'score_player', 'trajectory_generator')
+    before = {name: cpu_seconds(robot.pid_of(name)) for name in waiting}
+    time.sleep(WAITING_CPU_WINDOW_S)
+    used = {name: cpu_seconds(robot.pid_of(name)) - before[name] for name in waiting}
+    assert all(seconds < 0.4 * WAITING_CPU_WINDOW_S for seconds in used.values()), used
     assert wait_for(lambda: last_bar(hits) >= 2, 60.0), robot.text()
     assert robot.line('PAUSE') == 'OK|PAUSE'
     fields = robot.wait_state('IDLE', 30.0)

@@ -44,7 +44,12 @@ from phil_control.planner_links import Completion, GoalOptions, GraphLinks
 from phil_control.ros_conversions import measured_positions
 from phil_control.tcp.handler import MachineCommandHandler
 from phil_description.core import default_robot_model
-from phil_description.node_runner import GRAPH_SHUTDOWN_QOS, GRAPH_SHUTDOWN_TOPIC, run_node
+from phil_description.node_runner import (
+    GRAPH_SHUTDOWN_QOS,
+    GRAPH_SHUTDOWN_TOPIC,
+    run_node,
+    waiting_executor,
+)
 from phil_description.waking_future import complete, waking_future
 from phil_msgs.action import Gesture, Hit, Look, Move, Play, Pose
 from phil_msgs.msg import Fault, HardwareStatus, MotorStates, RobotStatus
@@ -340,7 +345,7 @@ class BehaviorPlanner(Node):
 
 
 def main(args: list[str] | None = None) -> None:
-    run_node(BehaviorPlanner, args)
+    run_node(BehaviorPlanner, args, make_executor=waiting_executor)
 
 
 if __name__ == '__main__':

@@ -56,7 +56,7 @@ from phil_control.ros_conversions import TimeBase
 from phil_control.trajectory_generator_node import CHUNKS_QOS, LATCHED
 from phil_control.work_timer import WorkTimer
 from phil_description.core import default_robot_model
-from phil_description.node_runner import run_node
+from phil_description.node_runner import run_node, waiting_executor
 from phil_description.waking_future import complete, waking_future
 from phil_msgs.action import Hit, Play
 from phil_msgs.msg import HitEvent, RobotStatus, TrajectoryChunk
@@ -434,7 +434,7 @@ class ScorePlayer(Node):
 
 def main(args: list[str] | None = None) -> None:
     """Console entry point: run the node in a single-threaded executor."""
-    run_node(ScorePlayer, args)
+    run_node(ScorePlayer, args, make_executor=waiting_executor)
 
 
 if __name__ == '__main__':

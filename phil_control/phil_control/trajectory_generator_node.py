@@ -22,7 +22,7 @@ while motion is queued starts at the end of it. Feedback (progress, time remaini
 all motion smoothly (bounded deceleration from the commanded state, no jump); the cancelled goal
 finishes when the joints are at rest, goals queued behind it are aborted.
 
-Concurrency: the node runs in a single-threaded executor (``node_runner.fastest_executor``) and
+Concurrency: the node runs in a single-threaded executor (``node_runner.waiting_executor``) and
 no callback blocks. Execute callbacks are coroutines awaiting their goal's ``waking_future``,
 which the tick completes when the motion ends. One lock guards the planner and the chunk queue.
 
@@ -71,7 +71,7 @@ from phil_control.core.motion import (
 from phil_control.ros_conversions import PARAMETERS, GeneratorConfig
 from phil_control.work_timer import WorkTimer
 from phil_description.core import default_robot_model
-from phil_description.node_runner import run_node
+from phil_description.node_runner import run_node, waiting_executor
 from phil_description.waking_future import complete, waking_future
 from phil_msgs.action import Gesture, Look, Move, Pose
 from phil_msgs.msg import MotorStates, TrajectoryChunk
@@ -418,7 +418,7 @@ class TrajectoryGenerator(Node):
 
 def main(args: list[str] | None = None) -> None:
     """Console entry point: run the node in a single-threaded executor."""
-    run_node(TrajectoryGenerator, args)
+    run_node(TrajectoryGenerator, args, make_executor=waiting_executor)
 
 
 if __name__ == '__main__':

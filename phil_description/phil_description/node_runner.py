@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 import rclpy
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.context import Context
 from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -56,12 +57,26 @@ def spin_until(executor: Executor, node: Node, requested: threading.Event) -> No
 
 
 def fastest_executor() -> Executor:
-    """rclpy's EventsExecutor where it exists (Kilted on), else a SingleThreadedExecutor."""
+    """rclpy's EventsExecutor where it exists (Kilted on), else a SingleThreadedExecutor.
+
+    Only for nodes whose callbacks all return promptly: the EventsExecutor runs a pending
+    coroutine again at once, so a coroutine that awaits (an action goal waiting for its end)
+    keeps a CPU busy for as long as it waits. Such nodes use :func:`waiting_executor`.
+    """
     try:
         from rclpy.experimental import EventsExecutor
     except ImportError:
         return SingleThreadedExecutor()
     return EventsExecutor()
+
+
+def waiting_executor(context: Context | None = None) -> Executor:
+    """A SingleThreadedExecutor: for nodes whose coroutines await (see ``waking_future``).
+
+    It resumes a waiting coroutine only when the executor wakes (a done callback of the
+    awaited future, a message, a timer), so waiting costs nothing.
+    """
+    return SingleThreadedExecutor(context=context)
 
 
 def run_node(make_node: Callable[[], Node], args: list[str] | None = None,

@@ -4,9 +4,10 @@ rclpy's executors do not watch the future a coroutine awaits: a SingleThreadedEx
 pending coroutine again only when it wakes up for some other reason. ``waking_future`` binds
 the future to the node's executor and gives it a done callback, so completing it (from any
 thread) queues that callback as a task, which wakes the executor: the awaiting coroutine runs
-again at once, without a thread blocked per waiting goal and without polling. (A bare
-``yield`` to re-check a condition would not do: the EventsExecutor resumes such a coroutine at
-once, in a busy loop.)
+again at once, without a thread blocked per waiting goal and without polling.
+
+Use it with a SingleThreadedExecutor (``node_runner.waiting_executor``). rclpy's EventsExecutor
+resumes every pending coroutine at once, whatever it awaits: there, any await is a busy loop.
 """
 
 from __future__ import annotations

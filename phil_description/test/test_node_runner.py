@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import pytest
@@ -146,3 +147,34 @@ def test_a_teardown_that_hangs_holding_the_gil_still_ends_the_process(domain_env
     assert 'returned' not in stdout
     assert 'Timeout (0:00:01)!' in stderr
     assert 'in destroy_node' in stderr  # the stuck frame is named
+
+
+def test_a_coroutine_waiting_on_the_waiting_executor_costs_no_cpu():
+    from phil_description.node_runner import waiting_executor
+    from phil_description.waking_future import complete, waking_future
+
+    with ros_test_context() as context:
+        node = rclpy.create_node('waiting_probe', context=context)
+        executor = waiting_executor(context)
+        executor.add_node(node)
+        futures = []
+
+        async def wait_for_the_end():
+            futures.append(waking_future(node))
+            return await futures[0]
+
+        task = executor.create_task(wait_for_the_end())
+        executor.spin_once(timeout_sec=0.1)
+        assert futures and not task.done()
+        completer = threading.Timer(1.0, complete, args=(futures[0], 'ended'))
+        start_cpu, start = time.process_time(), time.monotonic()
+        completer.start()
+        while not task.done() and time.monotonic() - start < 10.0:
+            executor.spin_once(timeout_sec=0.5)
+        cpu = time.process_time() - start_cpu
+        completer.join()
+        executor.shutdown()
+        node.destroy_node()
+    assert task.result() == 'ended'
+    assert time.monotonic() - start < 1.4  # woken by the completion, not by a poll
+    assert cpu < 0.3, f'{cpu:.2f} s of CPU while waiting 1 s'

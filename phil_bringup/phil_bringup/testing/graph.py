@@ -129,6 +129,13 @@ class RunningGraph:
         """The processes the launcher reported starting."""
         return [int(match) for match in re.findall(r'\(pid (\d+)\)', ''.join(self.output))]
 
+    def pid_of(self, name: str) -> int:
+        """The process id of node (or process) ``name``, as the launcher reported it."""
+        found = re.search(rf' as {re.escape(name)} \(pid (\d+)\)', ''.join(self.output))
+        if found is None:
+            raise KeyError(f'the launcher reported no process {name!r}')
+        return int(found.group(1))
+
     def stop(self) -> None:
         if self.brain is not None:
             self.brain.close()
@@ -189,3 +196,10 @@ class FrameCapture:
             thread.join(timeout=2.0)
         for bus in self._buses:
             bus.close()
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) a live process has used so far, s (Linux /proc)."""
+    with open(f'/proc/{pid}/stat') as stat:
+        fields = stat.read().rpartition(')')[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
