@@ -23,8 +23,10 @@ from phil_hardware.core.realtime import RealtimeConfig
 from phil_hardware.core.safety import FaultCode, SafetyConfig
 from phil_hardware.core.transport import open_can_bus
 from phil_hardware.rt import BusLoopClient, BusLoopConfig, BusLoopError
+from phil_hardware.rt.loop import EXIT_NODE_GONE, EXIT_TERMINATED
 from phil_hardware.rt.shm import SHARED_BLOCK_PREFIX
 from phil_hardware.sim import PtyPort, SimulatedRobot
+from phil_hardware.sim.cia402 import torque_on
 
 pytestmark = pytest.mark.timeout(90)
 DEG = math.pi / 180.0
@@ -192,3 +194,56 @@ def test_ctrl_c_during_start_stops_the_child_and_frees_the_shared_block(
     ours = f'{SHARED_BLOCK_PREFIX}{os.getpid()}_'
     assert [name for name in os.listdir('/dev/shm') if name.startswith(ours)] == []
     assert 'Exception ignored' not in capfd.readouterr().err
+
+
+def test_sigterm_leaves_the_motors_safe_and_a_stray_ctrl_c_is_ignored(model, simulated):
+    robot, params, serial = simulated
+    client = make_client(model, params, serial, priority=0)
+    client.start()
+    try:
+        assert client.configure().result(15).ok
+        assert client.activate().result(15).ok
+        wrist = robot.device('right_wrist')
+        assert wait_for_true(lambda: torque_on(wrist.power_state))
+        os.kill(client.pid, signal.SIGINT)  # meant for the node: the loop keeps running
+        time.sleep(0.3)
+        assert client.alive
+        os.kill(client.pid, signal.SIGTERM)
+        assert wait_for_true(lambda: not client.alive, 10.0)
+        assert client.exitcode == EXIT_TERMINATED
+        assert not torque_on(wrist.power_state)  # power stage shut down before exiting
+    finally:
+        client.stop()
+
+
+def test_ctrl_c_during_stop_still_lets_the_loop_leave_safely_and_frees_the_block(
+        model, simulated):
+    _, params, serial = simulated
+    client = make_client(model, params, serial, priority=0)
+    client.start()
+    pid = client.pid
+    os.kill(pid, signal.SIGSTOP)  # a loop that cannot answer: stop() waits for it
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        threading.Timer(0.3, _thread.interrupt_main).start()
+        with pytest.raises(KeyboardInterrupt):
+            client.stop(timeout_s=5.0)
+            time.sleep(10.0)  # the interrupt must land in stop(); the checks below say if not
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        os.kill(pid, signal.SIGCONT)
+    assert wait_for_true(lambda: not client.alive, 10.0)
+    # Either way the loop stopped the motors itself: the shutdown command already in the pipe,
+    # or the closed pipe.
+    assert client.exitcode in (0, EXIT_NODE_GONE)
+    ours = f'{SHARED_BLOCK_PREFIX}{os.getpid()}_'
+    assert [name for name in os.listdir('/dev/shm') if name.startswith(ours)] == []
+
+
+def wait_for_true(predicate, timeout_s=5.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.01)
+    return predicate()

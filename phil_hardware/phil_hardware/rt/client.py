@@ -179,28 +179,33 @@ class BusLoopClient:
         """Orderly shutdown (deactivate, close buses) and wait for the exit. Blocks up to
         ``timeout_s``; kills the child if it does not exit in time.
 
+        Interrupted (a second Ctrl-C), it still closes the pipe, which makes the loop leave the
+        motors safe and exit on its own, and the shared block; then the interrupt goes on.
+
         Returns:
             The child's exit code (0 after an orderly shutdown).
         """
         if self._process is None:
             return None
-        if self._process.is_alive():
-            done = self._command('shutdown')
-            # The join below decides; a failed or late reply changes nothing here.
-            with contextlib.suppress(Exception):
-                done.result(timeout_s)
-            self._process.join(timeout_s)
+        try:
             if self._process.is_alive():
-                self._process.kill()
-                self._process.join(2.0)
-        self._outbox.put(None)
-        for thread in self._threads:
-            thread.join(2.0)
-        if self._conn is not None:
-            self._conn.close()
-        if self._exchange is not None:
-            self._exchange.close()
-            self._exchange = None
+                done = self._command('shutdown')
+                # The join below decides; a failed or late reply changes nothing here.
+                with contextlib.suppress(Exception):
+                    done.result(timeout_s)
+                self._process.join(timeout_s)
+                if self._process.is_alive():
+                    self._process.kill()
+                    self._process.join(2.0)
+        finally:
+            self._outbox.put(None)
+            for thread in self._threads:
+                thread.join(2.0)
+            if self._conn is not None:
+                self._conn.close()
+            if self._exchange is not None:
+                self._exchange.close()
+                self._exchange = None
         return self._process.exitcode
 
     # -- commands (non-blocking) -----------------------------------------------------------

@@ -28,6 +28,10 @@ from .shm import StateExchange
 from .snapshot import SnapshotWriter
 
 LIFECYCLE_COMMANDS = ('configure', 'activate', 'deactivate', 'shutdown')
+# Exit codes besides 0 (a 'shutdown' command): the loop stopped the motors and closed the buses
+# on its own.
+EXIT_NODE_GONE = 2
+EXIT_TERMINATED = 3
 
 
 class TickStats:
@@ -97,6 +101,7 @@ class BusLoop:
         self.exit_code = 0
         self._estop_seen = exchange.estop_requests()
         self._stopping = False
+        self._terminate_requested = False
         self._resync = False
         self._last_publish = -math.inf
         self._period = config.controller.cycle.tick_s
@@ -123,6 +128,9 @@ class BusLoop:
             if capacity:
                 trace[self.trace_count % capacity] = lateness
                 self.trace_count += 1
+            if self._terminate_requested:
+                self._leave_safe(EXIT_TERMINATED, 'after SIGTERM')
+                break
             try:
                 self._handle_commands()
                 self._check_estop()
@@ -258,12 +266,19 @@ class BusLoop:
         except (EOFError, OSError):
             self._node_gone()
 
+    def request_terminate(self) -> None:
+        """Stop after leaving the motors safe, at the next tick (safe in a signal handler)."""
+        self._terminate_requested = True
+
     def _node_gone(self) -> None:
         # The node died or closed the pipe: leave the motors safe, then exit.
+        self._leave_safe(EXIT_NODE_GONE, 'after the node left')
+
+    def _leave_safe(self, exit_code: int, why: str) -> None:
         if not self._stopping:
             self._stopping = True
-            self.exit_code = 2
+            self.exit_code = exit_code
             try:
                 self.controller.shutdown()
             except Exception as error:  # finishing the exit matters more
-                self.last_error = f'shutdown after the node left: {error}'
+                self.last_error = f'shutdown {why}: {error}'

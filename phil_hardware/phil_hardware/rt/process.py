@@ -8,6 +8,7 @@ are refused are reported once (stderr and the snapshot) and the loop runs best-e
 from __future__ import annotations
 
 import gc
+import signal
 import sys
 from typing import Any
 
@@ -64,6 +65,12 @@ def run(config: BusLoopConfig, conn: Any, shm_name: str) -> None:
             gc.freeze()
 
     loop = BusLoop(config, controller, exchange, conn, report, after_command=refreeze)
+    # Only the node decides when the loop stops: a Ctrl-C meant for the node (a terminal sends
+    # it to the whole process group) must not kill the loop mid-tick. SIGTERM (also what
+    # multiprocessing sends a daemon child when the node's interpreter exits) stops it after
+    # leaving the motors safe.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, lambda signum, frame: loop.request_terminate())
     try:
         conn.send(('ready', report.to_dict()))
         code = loop.run()
