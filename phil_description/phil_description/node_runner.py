@@ -5,6 +5,11 @@ The graph shutdown only raises a flag in its callback; the main thread sees it b
 executor rounds and tears the node down itself. Shutting the context down from inside a
 callback instead races the executor's other threads, which then fail on destroyed handles.
 
+Ctrl-C and SIGTERM are requests, not exceptions: rclpy's signal handler shuts the context down
+and the main thread leaves the spin between two callbacks. A KeyboardInterrupt raised wherever
+the main thread happens to be (halfway through starting the bus loop, say) would leave things
+half built.
+
 Written without ``with rclpy.init()`` so it also runs on Humble, where init is not a context
 manager.
 """
@@ -12,6 +17,7 @@ manager.
 from __future__ import annotations
 
 import faulthandler
+import signal
 import threading
 from collections.abc import Callable
 
@@ -50,10 +56,31 @@ def exit_on_graph_shutdown(node: Node, requested: threading.Event,
                              callback_group=MutuallyExclusiveCallbackGroup())
 
 
-def spin_until(executor: Executor, node: Node, requested: threading.Event) -> None:
-    """Spin ``executor`` until ``requested`` is set or the node's context shuts down."""
-    while node.context.ok() and not requested.is_set():
+def spin_until(executor: Executor, node: Node, requested: threading.Event,
+               signalled: Callable[[], bool] = lambda: False) -> None:
+    """Spin ``executor`` until ``requested`` is set, ``signalled()`` is true or the node's
+    context shuts down."""
+    while node.context.ok() and not requested.is_set() and not signalled():
         executor.spin_once(timeout_sec=SHUTDOWN_POLL_PERIOD_S)
+
+
+class StopSignals:
+    """Ctrl-C and SIGTERM recorded as a stop request instead of raised as KeyboardInterrupt.
+
+    Installed before ``rclpy.init``, whose handlers chain to these; a signal that comes before
+    rclpy has a context is still seen (``received``).
+    """
+
+    def __init__(self) -> None:
+        self.received = False
+
+    def install(self) -> StopSignals:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, self._note)
+        return self
+
+    def _note(self, signum: int, frame: object) -> None:
+        self.received = True  # a plain store: safe whatever the main thread was doing
 
 
 def fastest_executor() -> Executor:
@@ -87,6 +114,7 @@ def run_node(make_node: Callable[[], Node], args: list[str] | None = None,
     Once spinning ends, teardown has ``TEARDOWN_TIMEOUT_S``; if it hangs, the process prints
     every thread's stack to stderr and exits with status 1 (see :func:`exit_if_stuck`).
     """
+    stop_signals = StopSignals().install()
     rclpy.init(args=args)
     node = executor = None
     requested = threading.Event()
@@ -97,7 +125,7 @@ def run_node(make_node: Callable[[], Node], args: list[str] | None = None,
                 exit_on_graph_shutdown(node, requested, getattr(node, 'on_graph_shutdown', None))
             executor = make_executor()
             executor.add_node(node)
-            spin_until(executor, node, requested)
+            spin_until(executor, node, requested, lambda: stop_signals.received)
         finally:
             # Armed before the handlers below: clearing a caught exception can already free
             # rcl handles (its traceback holds the frames that own them).
@@ -108,7 +136,7 @@ def run_node(make_node: Callable[[], Node], args: list[str] | None = None,
         # Ctrl-C shuts the context down from rclpy's signal handler; whatever was using it at
         # that moment (a node being built, a wait set) fails with RCLError. Only then is it a
         # normal stop.
-        if rclpy.ok():
+        if rclpy.ok() and not stop_signals.received:
             raise
     finally:
         if node is not None:
