@@ -8,6 +8,7 @@ generator in order), never for a motion to end: completions arrive later through
 
 from __future__ import annotations
 
+import math
 import queue
 import threading
 import time
@@ -27,6 +28,8 @@ from phil_msgs.srv import SetSpeed, Trigger
 
 STEP_TIMEOUT_S = 10.0
 ACTIVATE_TIMEOUT_S = 60.0
+# One attempt of a request that may be repeated (a goal probe, a lifecycle state query).
+RETRY_ATTEMPT_S = 1.0
 
 
 @dataclass
@@ -129,6 +132,7 @@ class GraphLinks:
     # ------------------------------------------------------------------ steps
     def _run(self, action, completion: Completion | None, options: GoalOptions) -> None:
         if isinstance(action, act.ActivateHardware):
+            self._handshake()
             self._activate_hardware()
             self._events['start_completed']()
         elif isinstance(action, act.MoveToPose):
@@ -224,12 +228,56 @@ class GraphLinks:
         if not response.accepted:
             self._node.get_logger().warning(f'{name} refused: {response.reason}')
 
+    def _handshake(self) -> None:
+        """Exchange one goal and its result with every action server before the first motion.
+
+        ROS 2 service discovery has a race: a server can receive a request before it has
+        matched the client's response reader, and rmw_fastrtps then drops the response after
+        100 ms ("client will not receive response"); the goal would run while the planner
+        waits in vain. Probe goals are invalid (each server refuses them with a reason and
+        moves nothing), so a lost answer is simply asked for again.
+        """
+        probes = ((self._motion[Move], Move.Goal(joint_names=['(discovery probe)'])),
+                  (self._motion[Look], Look.Goal(pan_rad=math.nan)),
+                  (self._motion[Gesture], Gesture.Goal(gesture='(discovery probe)')),
+                  (self._play, Play.Goal(score='(discovery probe)')),
+                  (self._hit, Hit.Goal(instrument='(discovery probe)')))
+        for client, goal in probes:
+            self._retry(lambda c=client, g=goal: self._probe(c, g), client._action_name)
+
+    def _probe(self, client: ActionClient, goal) -> None:
+        if not client.wait_for_server(timeout_sec=RETRY_ATTEMPT_S):
+            raise TimeoutError(f'action {client._action_name} is not available')
+        handle = self._wait(client.send_goal_async(goal), client._action_name, RETRY_ATTEMPT_S)
+        if handle.accepted:
+            self._wait(handle.get_result_async(), client._action_name, RETRY_ATTEMPT_S)
+
+    def _query_hardware_state(self):
+        client = self._lifecycle_get
+        if not client.wait_for_service(timeout_sec=STEP_TIMEOUT_S):
+            raise RuntimeError(f'service {client.srv_name} is not available')
+        return self._wait(client.call_async(GetState.Request()), client.srv_name,
+                          RETRY_ATTEMPT_S)
+
+    @staticmethod
+    def _retry(attempt: Callable[[], Any], what: str) -> Any:
+        """``attempt()`` again after a TimeoutError, for up to STEP_TIMEOUT_S."""
+        deadline = time.monotonic() + STEP_TIMEOUT_S
+        while True:
+            try:
+                return attempt()
+            except TimeoutError:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f'{what}: no answer within {STEP_TIMEOUT_S:.0f} s') \
+                        from None
+
     def _primary_hardware_state(self) -> int:
         """The hardware's lifecycle state, after any transition in progress (e.g. the
         configure it runs at start-up) has finished."""
         deadline = time.monotonic() + ACTIVATE_TIMEOUT_S
         while True:
-            state = self._call(self._lifecycle_get, GetState.Request()).current_state.id
+            state = self._retry(self._query_hardware_state,
+                                self._lifecycle_get.srv_name).current_state.id
             if state < State.TRANSITION_STATE_CONFIGURING or time.monotonic() > deadline:
                 return state
             time.sleep(0.1)
