@@ -2,8 +2,9 @@
 
 Starts the graph (launcher + device simulators), STARTs and READYs it, then sends MOVE commands
 for the right wrist over TCP, each 0.3 s long, and times the first EPOS4 target-position frame
-(0x307) on the simulated CAN bus whose target leaves the held value, at the time the bus loop
-sent it (udp_multicast frames carry their CLOCK_MONOTONIC send time). Prints one JSON line with
+(0x307) on the simulated CAN bus whose target leaves the held value by at least one encoder
+count, at the time the bus loop sent it (udp_multicast frames carry their CLOCK_MONOTONIC send
+time). Prints one JSON line with
 p50/p99/max over the commands (goal p99 <= 20 ms; upstream could wait ~1 s behind idle filler).
 
 Usage: python phil_bringup/bench/bench_command_latency.py [--count 100]
@@ -13,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import statistics
 import tempfile
 import time
@@ -36,11 +36,23 @@ def wrist_targets_after(capture: FrameCapture, start_index: int, node_id: int, g
             yield received_s, command.position_rad
 
 
+def last_wrist_target(capture: FrameCapture, end_index: int, node_id: int, gear: float):
+    """The target of the newest wrist target frame before ``end_index`` (None if none)."""
+    for index in range(end_index - 1, -1, -1):
+        _, arbitration_id, data, extended = capture.frames[index]
+        if not extended and arbitration_id == 0x300 + node_id:
+            return epos4.decode_rpdo(CanFrame(arbitration_id, data, extended),
+                                     gear_ratio=gear).position_rad
+    return None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--count', type=int, default=100)
     args = parser.parse_args()
     motor = default_robot_model(sim=True).joint(JOINT).motor
+    # Half an encoder count: a target one count away from the held one is the motion's start.
+    resolution_rad = 0.5 * epos4.counts_to_position_rad(1, motor.gear_ratio)
     latencies_ms = []
     with tempfile.TemporaryDirectory() as folder:
         graph = RunningGraph(Path(folder)).start()
@@ -55,8 +67,8 @@ def main() -> None:
             angles = (60.0, 80.0)
             for index in range(args.count):
                 target = angles[index % 2]
-                held = motor.joint_to_motor_rad(math.radians(angles[(index + 1) % 2]))
                 mark = len(capture.frames)
+                held = last_wrist_target(capture, mark, motor.device_id, motor.gear_ratio)
                 sent_s = time.monotonic()
                 reply = graph.line(f'MOVE|{JOINT}|{target}|0.3')
                 if not reply.startswith('OK|'):
@@ -66,7 +78,7 @@ def main() -> None:
                 while first is None and time.monotonic() < deadline:
                     for received_s, position in wrist_targets_after(capture, mark, motor.device_id,
                                                                     motor.gear_ratio):
-                        if abs(position - held) > 1e-4:
+                        if held is not None and abs(position - held) > resolution_rad:
                             first = received_s
                             break
                     time.sleep(0.001)
