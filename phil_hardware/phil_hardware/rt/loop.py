@@ -122,12 +122,16 @@ class BusLoop:
         tick = 0
         self.publish(clock())
         deadline = clock() + period
+        skipped_s = 0.0  # slots an overrun skipped, counted in the next trace sample
         while not self._stopping:
             start = sleep_until(deadline, spin, clock)
             lateness = start - deadline
             if capacity:
-                trace[self.trace_count % capacity] = lateness
+                # Lateness against the slot this tick should have had: the trace shows a
+                # skipped slot as a late tick, not as a punctual one on a shifted grid.
+                trace[self.trace_count % capacity] = lateness + skipped_s
                 self.trace_count += 1
+            skipped_s = 0.0
             if self._terminate_requested:
                 self._leave_safe(EXIT_TERMINATED, 'after SIGTERM')
                 break
@@ -153,6 +157,7 @@ class BusLoop:
                 missed = int((end - deadline) / period) + 1
                 self.missed_ticks += missed
                 deadline += missed * period
+                skipped_s = missed * period
         self.publish(clock())
         return self.exit_code
 
