@@ -15,7 +15,7 @@ from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
 
-from phil_bringup.core.node_set import nodes_for
+from phil_bringup.core.node_set import nice_prefix, nodes_for
 
 ARGUMENTS = {
     'sim': ('false', 'Drive the device simulators instead of can0..3 and /dev/ttyUSB0.'),
@@ -38,7 +38,8 @@ def launch_setup(context):
             if log_dir:
                 command += ['--impacts-jsonl', f'{log_dir}/impacts.jsonl']
             actions.append(ExecuteProcess(
-                cmd=['ros2', 'run', spec.package, *command], name=spec.name, output='screen'))
+                cmd=[*nice_prefix(spec), 'ros2', 'run', spec.package, *command], name=spec.name,
+                output='screen'))
             continue
         parameters = []
         if spec.parameter_file_for(sim):
@@ -57,7 +58,7 @@ def launch_setup(context):
         parameters.append(overrides)
         actions.append(Node(package=spec.package, executable=spec.executable, name=spec.name,
                             parameters=parameters, arguments=list(spec.arguments),
-                            output='screen'))
+                            prefix=' '.join(nice_prefix(spec)) or None, output='screen'))
     return actions
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import functools
 import math
 import os
 import signal
@@ -42,11 +43,18 @@ except (OSError, AttributeError):  # not Linux: the launcher's own stop() still 
     _prctl = None
 
 
-def _stop_with_the_launcher() -> None:
+def _prepare_child(niceness: int) -> None:
     """In a child before exec: get SIGINT (a clean stop) if the launcher dies, even by
-    SIGKILL, so no node or simulator outlives it holding the buses."""
+    SIGKILL, so no node or simulator outlives it holding the buses; then take the niceness
+    (refused: say so on the child's output and run at the normal priority)."""
     if _prctl is not None:
         _prctl(_PR_SET_PDEATHSIG, int(signal.SIGINT))
+    if niceness:
+        try:
+            os.setpriority(os.PRIO_PROCESS, 0, niceness)
+        except OSError as error:
+            os.write(2, f'phil: niceness {niceness} refused ({error.strerror}); running at '
+                        'normal priority\n'.encode())
 
 
 def package_prefix(package: str) -> Path:
@@ -117,7 +125,8 @@ class Launcher:
             process = subprocess.Popen(command, stdout=subprocess.PIPE,
                                        stderr=subprocess.STDOUT, text=True, bufsize=1,
                                        start_new_session=True,
-                                       preexec_fn=_stop_with_the_launcher)
+                                       preexec_fn=functools.partial(_prepare_child,
+                                                                    spec.niceness))
             running = Running(spec, process)
             log = (self._log_dir / f'{spec.name}.log').open('w') if self._log_dir else None
             running.pump = threading.Thread(target=self._pump, args=(running, log), daemon=True)

@@ -12,6 +12,7 @@ rclpy = pytest.importorskip('rclpy')
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
 
+from phil_bringup.core.node_set import nodes_for  # noqa: E402
 from phil_bringup.testing.graph import RunningGraph  # noqa: E402
 from phil_description.description_publisher_node import LATCHED  # noqa: E402
 from phil_description.testing import ros_test_context  # noqa: E402
@@ -39,6 +40,12 @@ def test_launcher_runs_the_graph_and_stops_on_ctrl_c(tmp_path):
     try:
         received = robot_description(graph.env['ROS_DOMAIN_ID'], 30.0)
         assert received and '<robot name="phil"' in received[0], graph.text()
+        # Every process runs at its declared niceness (the normal one, said, when refused).
+        privileged = os.geteuid() == 0
+        for spec in nodes_for(sim=True):
+            expected = spec.niceness if privileged else 0
+            assert niceness_of(graph.pid_of(spec.name)) == expected, spec.name
+        assert privileged or 'niceness -10 refused' in graph.text()
         assert graph.interrupt(45.0) == 0, graph.text()
     finally:
         graph.stop()
@@ -63,6 +70,12 @@ def test_nothing_outlives_a_killed_launcher(tmp_path):
         assert alive == [], f'still running after the launcher died: {alive}'
     finally:
         graph.stop()
+
+
+def niceness_of(pid: int) -> int:
+    """A process's niceness from /proc (field 19 of its stat line)."""
+    with open(f'/proc/{pid}/stat') as stat:
+        return int(stat.read().rpartition(')')[2].split()[16])
 
 
 def _exists(pid: int) -> bool:

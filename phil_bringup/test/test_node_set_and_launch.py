@@ -31,6 +31,7 @@ def test_launch_file_is_valid_python_built_from_the_node_set():
     assert 'generate_launch_description' in functions
     arguments = {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant)}
     assert {'sim', 'rviz', 'tcp_address', 'tcp_port', 'log_dir', 'rt_priority'} <= arguments
+    assert 'nice_prefix' in imported  # every process at its declared niceness
 
 
 def test_every_node_of_the_set_is_an_installed_executable():
@@ -66,6 +67,16 @@ def test_parameter_files_only_set_parameters_the_nodes_declare():
             keys = yaml.safe_load((ROOT / 'phil_bringup' / 'config' / file_name).read_text())
             unknown = set(keys[spec.name]['ros__parameters']) - declared[spec.name]
             assert not unknown, f'{file_name}: unknown parameters {unknown}'
+
+
+def test_the_command_path_runs_ahead_of_ordinary_processes():
+    from phil_bringup.core.node_set import COMMAND_PATH_NICENESS, nice_prefix
+
+    by_name = {spec.name: spec for spec in NODE_SET}
+    for name in ('tcp_bridge', 'behavior_planner', 'trajectory_generator', 'hardware'):
+        assert by_name[name].niceness == COMMAND_PATH_NICENESS < 0
+        assert nice_prefix(by_name[name]) == ['nice', '-n', str(COMMAND_PATH_NICENESS)]
+    assert nice_prefix(by_name['description_publisher']) == []
 
 
 def test_real_robot_set_excludes_simulator_processes():
