@@ -13,7 +13,7 @@ from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
 
 from phil_bringup.core.node_set import nodes_for  # noqa: E402
-from phil_bringup.testing.graph import RunningGraph  # noqa: E402
+from phil_bringup.testing.graph import RunningGraph, niceness_of  # noqa: E402
 from phil_description.description_publisher_node import LATCHED  # noqa: E402
 from phil_description.testing import ros_test_context  # noqa: E402
 
@@ -70,12 +70,6 @@ def test_nothing_outlives_a_killed_launcher(tmp_path):
         assert alive == [], f'still running after the launcher died: {alive}'
     finally:
         graph.stop()
-
-
-def niceness_of(pid: int) -> int:
-    """A process's niceness from /proc (field 19 of its stat line)."""
-    with open(f'/proc/{pid}/stat') as stat:
-        return int(stat.read().rpartition(')')[2].split()[16])
 
 
 def _exists(pid: int) -> bool:

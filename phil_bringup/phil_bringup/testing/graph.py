@@ -198,8 +198,18 @@ class FrameCapture:
             bus.close()
 
 
+def _stat_fields(pid: int) -> list[str]:
+    """A live process's /proc stat fields after its name: field 3 (state) is index 0."""
+    with open(f'/proc/{pid}/stat') as stat:
+        return stat.read().rpartition(')')[2].split()
+
+
 def cpu_seconds(pid: int) -> float:
     """CPU time (user + system) a live process has used so far, s (Linux /proc)."""
-    with open(f'/proc/{pid}/stat') as stat:
-        fields = stat.read().rpartition(')')[2].split()
+    fields = _stat_fields(pid)
     return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
+
+
+def niceness_of(pid: int) -> int:
+    """A live process's niceness (Linux /proc)."""
+    return int(_stat_fields(pid)[16])
