@@ -88,17 +88,19 @@ class BusLoopClient:
         if self._process is not None:
             return self
         context = multiprocessing.get_context('spawn')
-        self._exchange = StateExchange(self._layout)
-        parent, child = context.Pipe(duplex=True)
-        self._process = context.Process(target=process.run, name='phil-bus-loop',
-                                        args=(self.config, child, self._exchange.name),
-                                        daemon=True)
-        self._conn = parent
+        child = None
         try:
+            self._exchange = StateExchange(self._layout)
+            self._conn, child = context.Pipe(duplex=True)
+            self._process = context.Process(target=process.run, name='phil-bus-loop',
+                                            args=(self.config, child, self._exchange.name),
+                                            daemon=True)
             report = self._spawn_and_wait_ready(child)
         except BaseException:
-            # Ctrl-C (or a failed start) must not leave a half-started child behind, nor a
-            # shared-memory block with live views that cannot be closed any more.
+            # Ctrl-C (or a failed start), wherever it lands, must not leave a half-started
+            # child behind, nor a shared-memory block with live views that cannot be closed.
+            if child is not None:
+                child.close()
             self._abort_start()
             raise
         self.realtime_report = report
@@ -153,12 +155,15 @@ class BusLoopClient:
             raise BusLoopError(f'bus loop process could not be spawned: {failures[0]}')
 
     def _abort_start(self) -> None:
-        if self._process.pid is not None and self._process.is_alive():
+        if self._process is not None and self._process.pid is not None \
+                and self._process.is_alive():
             self._process.kill()
             self._process.join(2.0)
-        self._conn.close()
-        self._exchange.close()
-        self._exchange = None
+        if self._conn is not None:
+            self._conn.close()
+        if self._exchange is not None:
+            self._exchange.close()
+            self._exchange = None
 
     @property
     def alive(self) -> bool:
