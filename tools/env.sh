@@ -14,6 +14,14 @@ if [ -z "${ROS_DISTRO:-}" ]; then
   export RMW_IMPLEMENTATION=${RMW_IMPLEMENTATION:-rmw_fastrtps_cpp}
 fi
 
+# A sourced distro can carry colcon on its PYTHONPATH without a `colcon` script on PATH (pip
+# then sees it installed and adds no script to the venv): run it through Python.
+if ! command -v colcon >/dev/null; then
+  colcon() {
+    python -c 'import sys; from colcon_core.command import main; sys.argv[0] = "colcon"; sys.exit(main())' "$@"
+  }
+fi
+
 if [ -z "${PHIL_ENV_BUILDING:-}" ] && [ -f "$_phil_root/install/setup.bash" ]; then
   # shellcheck disable=SC1091
   source "$_phil_root/install/setup.bash"
