@@ -7,6 +7,8 @@ The node set comes from phil_bringup.core.node_set, the same declaration the lau
 on machines without ROS launch.
 """
 
+import shlex
+
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, ExecuteProcess, OpaqueFunction
 from launch.conditions import IfCondition
@@ -15,7 +17,7 @@ from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
 
-from phil_bringup.core.node_set import nice_prefix, nodes_for
+from phil_bringup.core.node_set import nodes_for, sched_prefix
 
 ARGUMENTS = {
     'sim': ('false', 'Drive the device simulators instead of can0..3 and /dev/ttyUSB0.'),
@@ -38,7 +40,7 @@ def launch_setup(context):
             if log_dir:
                 command += ['--impacts-jsonl', f'{log_dir}/impacts.jsonl']
             actions.append(ExecuteProcess(
-                cmd=[*nice_prefix(spec), 'ros2', 'run', spec.package, *command], name=spec.name,
+                cmd=[*sched_prefix(spec), 'ros2', 'run', spec.package, *command], name=spec.name,
                 output='screen'))
             continue
         parameters = []
@@ -58,7 +60,7 @@ def launch_setup(context):
         parameters.append(overrides)
         actions.append(Node(package=spec.package, executable=spec.executable, name=spec.name,
                             parameters=parameters, arguments=list(spec.arguments),
-                            prefix=' '.join(nice_prefix(spec)) or None, output='screen'))
+                            prefix=shlex.join(sched_prefix(spec)) or None, output='screen'))
     return actions
 
 

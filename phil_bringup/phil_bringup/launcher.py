@@ -43,10 +43,11 @@ except (OSError, AttributeError):  # not Linux: the launcher's own stop() still 
     _prctl = None
 
 
-def _prepare_child(niceness: int) -> None:
+def _prepare_child(niceness: int, rt_priority: int) -> None:
     """In a child before exec: get SIGINT (a clean stop) if the launcher dies, even by
-    SIGKILL, so no node or simulator outlives it holding the buses; then take the niceness
-    (refused: say so on the child's output and run at the normal priority)."""
+    SIGKILL, so no node or simulator outlives it holding the buses; then take the niceness and
+    the SCHED_RR priority (refused: say so on the child's output and run time-sharing at the
+    niceness, or at the normal priority)."""
     if _prctl is not None:
         _prctl(_PR_SET_PDEATHSIG, int(signal.SIGINT))
     if niceness:
@@ -55,6 +56,12 @@ def _prepare_child(niceness: int) -> None:
         except OSError as error:
             os.write(2, f'phil: niceness {niceness} refused ({error.strerror}); running at '
                         'normal priority\n'.encode())
+    if rt_priority:
+        try:
+            os.sched_setscheduler(0, os.SCHED_RR, os.sched_param(rt_priority))
+        except OSError as error:
+            os.write(2, f'phil: SCHED_RR priority {rt_priority} refused ({error.strerror}); '
+                        f'running time-sharing\n'.encode())
 
 
 def package_prefix(package: str) -> Path:
@@ -126,7 +133,8 @@ class Launcher:
                                        stderr=subprocess.STDOUT, text=True, bufsize=1,
                                        start_new_session=True,
                                        preexec_fn=functools.partial(_prepare_child,
-                                                                    spec.niceness))
+                                                                    spec.niceness,
+                                                                    spec.rt_priority))
             running = Running(spec, process)
             log = (self._log_dir / f'{spec.name}.log').open('w') if self._log_dir else None
             running.pump = threading.Thread(target=self._pump, args=(running, log), daemon=True)

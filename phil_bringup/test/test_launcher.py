@@ -40,12 +40,19 @@ def test_launcher_runs_the_graph_and_stops_on_ctrl_c(tmp_path):
     try:
         received = robot_description(graph.env['ROS_DOMAIN_ID'], 30.0)
         assert received and '<robot name="phil"' in received[0], graph.text()
-        # Every process runs at its declared niceness (the normal one, said, when refused).
+        # Every process runs with its declared scheduling: SCHED_RR at its priority, else
+        # time-sharing at its niceness; refused, the normal one, said.
         privileged = os.geteuid() == 0
         for spec in nodes_for(sim=True):
-            expected = spec.niceness if privileged else 0
-            assert niceness_of(graph.pid_of(spec.name)) == expected, spec.name
-        assert privileged or 'niceness -10 refused' in graph.text()
+            pid = graph.pid_of(spec.name)
+            if spec.rt_priority and privileged:
+                assert os.sched_getscheduler(pid) == os.SCHED_RR, spec.name
+                assert os.sched_getparam(pid).sched_priority == spec.rt_priority, spec.name
+            else:
+                assert os.sched_getscheduler(pid) == os.SCHED_OTHER, spec.name
+                assert niceness_of(pid) == (spec.niceness if privileged else 0), spec.name
+        assert privileged or ('niceness -10 refused' in graph.text()
+                              and 'SCHED_RR priority 10 refused' in graph.text())
         assert graph.interrupt(45.0) == 0, graph.text()
     finally:
         graph.stop()

@@ -6,6 +6,8 @@ it parses, it builds its nodes from NODE_SET, and everything NODE_SET names is i
 
 import ast
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,7 @@ from workspace import ROOT
 from phil_bringup.core.node_set import NODE_SET, nodes_for
 
 LAUNCH_FILE = ROOT / 'phil_bringup' / 'launch' / 'robot.launch.py'
+COMMAND_PATH = ('tcp_bridge', 'behavior_planner', 'trajectory_generator', 'hardware')
 
 
 def installed_prefix(package: str) -> Path:
@@ -31,7 +34,7 @@ def test_launch_file_is_valid_python_built_from_the_node_set():
     assert 'generate_launch_description' in functions
     arguments = {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant)}
     assert {'sim', 'rviz', 'tcp_address', 'tcp_port', 'log_dir', 'rt_priority'} <= arguments
-    assert 'nice_prefix' in imported  # every process at its declared niceness
+    assert 'sched_prefix' in imported  # every process with its declared scheduling
 
 
 def test_every_node_of_the_set_is_an_installed_executable():
@@ -69,14 +72,64 @@ def test_parameter_files_only_set_parameters_the_nodes_declare():
             assert not unknown, f'{file_name}: unknown parameters {unknown}'
 
 
-def test_the_command_path_runs_ahead_of_ordinary_processes():
-    from phil_bringup.core.node_set import COMMAND_PATH_NICENESS, nice_prefix
+def test_the_command_path_runs_real_time_below_the_bus_loop():
+    import yaml
+
+    from phil_bringup.core.node_set import (
+        COMMAND_PATH_NICENESS,
+        COMMAND_PATH_RT_PRIORITY,
+        sched_prefix,
+    )
 
     by_name = {spec.name: spec for spec in NODE_SET}
-    for name in ('tcp_bridge', 'behavior_planner', 'trajectory_generator', 'hardware'):
+    for name in COMMAND_PATH:
+        assert by_name[name].rt_priority == COMMAND_PATH_RT_PRIORITY > 0
         assert by_name[name].niceness == COMMAND_PATH_NICENESS < 0
-        assert nice_prefix(by_name[name]) == ['nice', '-n', str(COMMAND_PATH_NICENESS)]
-    assert nice_prefix(by_name['description_publisher']) == []
+    for file_name in ('hardware.yaml', 'hardware_sim.yaml'):
+        parameters = yaml.safe_load((ROOT / 'phil_bringup' / 'config' / file_name).read_text())
+        # The bus loop's 1 ms tick preempts every command-path process.
+        assert parameters['hardware']['ros__parameters']['sched_priority'] > \
+            COMMAND_PATH_RT_PRIORITY, file_name
+    assert sched_prefix(by_name['description_publisher']) == []
+    assert sched_prefix(by_name['device_simulator']) == ['nice', '-n', '-10']
+
+
+def _scheduling_under(prefix: list[str], env: dict | None = None):
+    """(policy, priority, niceness, stderr) of a Python process started behind ``prefix``."""
+    probe = ('import os; print(os.sched_getscheduler(0), os.sched_getparam(0).sched_priority, '
+             'os.getpriority(os.PRIO_PROCESS, 0))')
+    done = subprocess.run([*prefix, sys.executable, '-c', probe], capture_output=True,
+                          text=True, timeout=60, env=env)
+    assert done.returncode == 0, done.stderr
+    policy, priority, niceness = (int(word) for word in done.stdout.split())
+    return policy, priority, niceness, done.stderr
+
+
+def test_sched_prefix_starts_the_command_round_robin_or_says_why_not():
+    from phil_bringup.core.node_set import sched_prefix
+
+    spec = {spec.name: spec for spec in NODE_SET}['behavior_planner']
+    allowed = subprocess.run(['chrt', '-r', str(spec.rt_priority), 'true'],
+                             capture_output=True).returncode == 0
+    policy, priority, _, stderr = _scheduling_under(sched_prefix(spec))
+    if allowed:
+        assert (policy, priority) == (os.SCHED_RR, spec.rt_priority), stderr
+    else:
+        assert policy == os.SCHED_OTHER and 'SCHED_RR priority 10 refused' in stderr
+
+
+def test_sched_prefix_falls_back_to_the_niceness_when_real_time_is_refused(tmp_path):
+    from phil_bringup.core.node_set import sched_prefix
+
+    spec = {spec.name: spec for spec in NODE_SET}['hardware']
+    refusing = tmp_path / 'chrt'  # a chrt that is never allowed
+    refusing.write_text('#!/bin/sh\necho "chrt: Operation not permitted" >&2\nexit 1\n')
+    refusing.chmod(0o755)
+    env = {**os.environ, 'PATH': f'{tmp_path}:{os.environ["PATH"]}'}
+    policy, _, niceness, stderr = _scheduling_under(sched_prefix(spec), env)
+    assert policy == os.SCHED_OTHER
+    assert 'SCHED_RR priority 10 refused; running time-sharing at niceness -10' in stderr
+    assert niceness == (spec.niceness if os.geteuid() == 0 else 0), stderr
 
 
 def test_real_robot_set_excludes_simulator_processes():

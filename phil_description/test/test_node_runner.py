@@ -178,3 +178,33 @@ def test_a_coroutine_waiting_on_the_waiting_executor_costs_no_cpu():
     assert task.result() == 'ended'
     assert time.monotonic() - start < 1.4  # woken by the completion, not by a poll
     assert cpu < 0.3, f'{cpu:.2f} s of CPU while waiting 1 s'
+
+
+FREEZE_PROBE = textwrap.dedent('''
+    import gc
+    import os
+    import signal
+    from rclpy.node import Node
+    from phil_description.node_runner import run_node
+
+    class Probe(Node):
+        def __init__(self):
+            super().__init__('freeze_probe')
+            self.create_timer(0.01, self.report)
+
+        def report(self):
+            print(f'frozen {gc.get_freeze_count()}', flush=True)
+            os.kill(os.getpid(), signal.SIGTERM)  # a stop request
+
+    run_node(Probe)
+''')
+
+
+def test_start_up_objects_are_frozen_out_of_the_garbage_collector(domain_env):
+    done = subprocess.run([sys.executable, '-c', FREEZE_PROBE], env=domain_env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    frozen = int(done.stdout.split()[1])
+    # rclpy, the message types and the node: tens of thousands of objects no full collection
+    # walks any more.
+    assert frozen > 10_000, done.stdout

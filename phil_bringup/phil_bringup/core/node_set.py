@@ -3,6 +3,7 @@ runs the graph without a ROS install. Adding a node here adds it to both."""
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass, field
 
 
@@ -21,6 +22,9 @@ class NodeSpec:
         arguments: extra command-line arguments.
         niceness: scheduling niceness; negative runs it ahead of ordinary processes. Without
             the privilege the process runs at 0 and its output says so.
+        rt_priority: SCHED_RR priority (1..99) of the whole process, ahead of every
+            time-sharing process; 0 = time-sharing at ``niceness``. Refused (no CAP_SYS_NICE or
+            rtprio limit): time-sharing at ``niceness``, and its output says so.
     """
 
     package: str
@@ -32,15 +36,21 @@ class NodeSpec:
     ros_node: bool = True
     arguments: tuple[str, ...] = field(default_factory=tuple)
     niceness: int = 0
+    rt_priority: int = 0
 
     def parameter_file_for(self, sim: bool) -> str:
         return self.sim_parameter_file if sim and self.sim_parameter_file else \
             self.parameter_file
 
 
-#: Niceness of the processes a command crosses (TCP bridge -> planner -> trajectory generator ->
-#: hardware node): they wake up ahead of ordinary processes (measured: TCP -> first motion frame
-#: p50 25 -> 22 ms, p90 40 -> 34 ms on the 2-core development VM).
+#: Scheduling of the processes a command crosses (TCP bridge -> planner -> trajectory generator
+#: -> hardware node). SCHED_RR: a command preempts every time-sharing process, the device
+#: simulators included, and waits only for the bus loop, whose SCHED_FIFO priority (hardware
+#: parameter ``sched_priority``, 40) is higher, so its 1 ms tick always goes first. Measured on
+#: the 2-core development VM, TCP -> first motion frame: niceness 0 p50 25 ms; niceness -10
+#: p50 22 ms, p99 47-67 ms; SCHED_RR 10 p50 12 ms, p99 17 ms. The niceness is the fallback
+#: when real-time scheduling is refused.
+COMMAND_PATH_RT_PRIORITY = 10
 COMMAND_PATH_NICENESS = -10
 
 #: Start order: the simulated devices first (the hardware node discovers them at start-up).
@@ -52,22 +62,36 @@ NODE_SET: tuple[NodeSpec, ...] = (
     NodeSpec('phil_description', 'description_publisher', 'description_publisher',
              parameter_file='description.yaml'),
     NodeSpec('phil_hardware', 'hardware', 'hardware', parameter_file='hardware.yaml',
-             sim_parameter_file='hardware_sim.yaml', niceness=COMMAND_PATH_NICENESS),
+             sim_parameter_file='hardware_sim.yaml', niceness=COMMAND_PATH_NICENESS,
+             rt_priority=COMMAND_PATH_RT_PRIORITY),
     NodeSpec('phil_control', 'trajectory_generator', 'trajectory_generator',
-             parameter_file='trajectory_generator.yaml', niceness=COMMAND_PATH_NICENESS),
+             parameter_file='trajectory_generator.yaml', niceness=COMMAND_PATH_NICENESS,
+             rt_priority=COMMAND_PATH_RT_PRIORITY),
     NodeSpec('phil_control', 'score_player', 'score_player', parameter_file='score_player.yaml',
              sim_parameter_file='score_player_sim.yaml'),
     NodeSpec('phil_control', 'behavior_planner', 'behavior_planner',
-             parameter_file='behavior_planner.yaml', niceness=COMMAND_PATH_NICENESS),
+             parameter_file='behavior_planner.yaml', niceness=COMMAND_PATH_NICENESS,
+             rt_priority=COMMAND_PATH_RT_PRIORITY),
     NodeSpec('phil_control', 'tcp_bridge', 'tcp_bridge', parameter_file='tcp_bridge.yaml',
-             niceness=COMMAND_PATH_NICENESS),
+             niceness=COMMAND_PATH_NICENESS,
+             rt_priority=COMMAND_PATH_RT_PRIORITY),
 )
 
 
-def nice_prefix(spec: NodeSpec) -> list[str]:
-    """The command prefix that starts ``spec`` at its niceness (`nice` runs the command at the
-    normal priority, with a warning, when the niceness is refused)."""
-    return ['nice', '-n', str(spec.niceness)] if spec.niceness else []
+def sched_prefix(spec: NodeSpec) -> list[str]:
+    """The command prefix that starts ``spec`` with its scheduling: SCHED_RR at
+    ``rt_priority`` (``chrt``) if that is allowed, else time-sharing at its ``niceness``
+    (``nice`` runs the command at the normal priority, with a warning, when that is refused
+    too). Both fallbacks are said on the process's output."""
+    nice = ['nice', '-n', str(spec.niceness)] if spec.niceness else []
+    if not spec.rt_priority:
+        return nice
+    priority = spec.rt_priority
+    refused = (f'phil: SCHED_RR priority {priority} refused; running time-sharing at niceness '
+               f'{spec.niceness}')
+    script = (f'chrt -r {priority} true 2>/dev/null && exec chrt -r {priority} "$@"; '
+              f'echo {shlex.quote(refused)} >&2; exec {shlex.join(nice)} "$@"')
+    return ['sh', '-c', script, spec.name]
 
 
 def nodes_for(sim: bool) -> list[NodeSpec]:

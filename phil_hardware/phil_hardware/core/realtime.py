@@ -88,6 +88,13 @@ def set_fifo_priority(priority: int) -> str | None:
     return None
 
 
+def set_time_sharing() -> None:
+    """Switch the calling thread to the normal scheduler (always allowed): a loop asked for
+    no real time must not keep a real-time policy inherited from its parent (the hardware
+    node may run SCHED_RR)."""
+    os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+
+
 def set_cpu_affinity(cpus: tuple[int, ...]) -> str | None:
     """Pin the process to ``cpus``; returns why not, or None on success."""
     try:
@@ -134,6 +141,7 @@ def apply_realtime(config: RealtimeConfig) -> RealtimeReport:
         if problem:
             report.warnings.append(problem)
     else:
+        set_time_sharing()
         report.warnings.append('SCHED_FIFO not requested (sched_priority 0); best-effort')
     if config.freeze_gc:
         gc.collect()
