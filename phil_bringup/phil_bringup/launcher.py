@@ -33,6 +33,8 @@ from phil_bringup.core.node_set import NodeSpec, nodes_for
 STOP_TIMEOUT_S = 15.0
 SIGINT_REPEAT_S = 5.0  # longer than any node needs to shut down cleanly
 QUIT_TIMEOUT_S = 60.0  # QUIT drives to the shutdown pose first
+# Once a node has ended on the graph shutdown, the others have this long to follow.
+QUIT_EXIT_GRACE_S = 30.0
 SIMULATOR_READY_TIMEOUT_S = 30.0
 SIMULATOR_READY_LINE = 'device simulator ready'
 OUTPUT_TAIL_LINES = 100  # a Python traceback of an interrupted import fits
@@ -174,6 +176,7 @@ class Launcher:
         return a status."""
         reported: set[str] = set()
         deadline = math.inf if timeout_s is None else time.monotonic() + timeout_s
+        first_exit_s = None  # when the first node ended on the graph shutdown
         while not self._stopping:
             if time.monotonic() > deadline:
                 print(f'[phil] the nodes did not exit within {timeout_s:.0f} s after QUIT',
@@ -182,6 +185,15 @@ class Launcher:
             if self.ros_nodes_finished():
                 print('[phil] every node exited after QUIT', flush=True)
                 return 0
+            nodes = [r for r in self._running if r.spec.ros_node]
+            if first_exit_s is None and any(r.process.poll() == 0 for r in nodes):
+                first_exit_s = time.monotonic()
+            elif first_exit_s is not None and \
+                    time.monotonic() - first_exit_s > QUIT_EXIT_GRACE_S:
+                lingering = ', '.join(r.spec.name for r in nodes if r.process.poll() is None)
+                print(f'[phil] {lingering} did not exit within {QUIT_EXIT_GRACE_S:g} s of the '
+                      f'graph shutdown; stopping it', file=sys.stderr, flush=True)
+                return 1
             for running in self._running:
                 code = running.process.poll()
                 if code not in (None, 0) and running.spec.name not in reported:

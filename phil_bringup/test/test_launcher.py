@@ -3,6 +3,8 @@ Ctrl-C (its own ROS domain, buses and TCP port, so nothing else on the machine i
 
 import os
 import re
+import subprocess
+import sys
 import time
 
 import pytest
@@ -157,3 +159,31 @@ def test_ctrl_c_while_the_nodes_start_stops_everything_cleanly(tmp_path, delay_s
         text = log.read_text()
         errors = _errors_besides_interrupts(text)
         assert errors == [], f'{log.name}:\n{text[-2000:]}'
+
+
+def test_a_node_that_misses_the_graph_shutdown_is_stopped_after_the_grace(monkeypatch, capsys):
+    """After QUIT, once one node has ended, a node still running after the grace is named and
+    the launcher moves on to stopping it (instead of waiting forever)."""
+    from phil_bringup import launcher as launcher_module
+    from phil_bringup.core.node_set import NodeSpec
+
+    monkeypatch.setattr(launcher_module, 'QUIT_EXIT_GRACE_S', 0.5)
+    launcher = launcher_module.Launcher([], sim=True, log_dir=None)
+    ended = subprocess.Popen([sys.executable, '-c', 'pass'])
+    lingering = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])
+    try:
+        launcher._running = [
+            launcher_module.Running(NodeSpec('phil_control', 'behavior_planner',
+                                             'behavior_planner'), ended),
+            launcher_module.Running(NodeSpec('phil_control', 'score_player', 'score_player'),
+                                    lingering),
+        ]
+        assert launcher.watch(timeout_s=30.0) == 1
+        assert 'score_player did not exit within 0.5 s of the graph shutdown' in \
+            capsys.readouterr().err
+        launcher.stop()
+        assert lingering.poll() is not None
+    finally:
+        if lingering.poll() is None:
+            lingering.kill()
+            lingering.wait()

@@ -29,7 +29,6 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Empty
 
 from phil_control.core.behavior import BehaviorConfig, ResumePoint, RobotState, StateMachine
 from phil_control.core.behavior.actions import HaltMotion
@@ -45,8 +44,8 @@ from phil_control.ros_conversions import measured_positions
 from phil_control.tcp.handler import MachineCommandHandler
 from phil_description.core import default_robot_model
 from phil_description.node_runner import (
-    GRAPH_SHUTDOWN_QOS,
-    GRAPH_SHUTDOWN_TOPIC,
+    GRAPH_SHUTDOWN_DELIVERY_TIMEOUT_S,
+    GraphShutdownSender,
     run_node,
     waiting_executor,
 )
@@ -90,8 +89,7 @@ class BehaviorPlanner(Node):
         self._goal_wakers: dict[bytes, object] = {}
         group = ReentrantCallbackGroup()
         self._status_pub = self.create_publisher(RobotStatus, '/phil/status', LATCHED)
-        self._shutdown_pub = self.create_publisher(Empty, GRAPH_SHUTDOWN_TOPIC,
-                                                   GRAPH_SHUTDOWN_QOS)
+        self._graph_shutdown = GraphShutdownSender(self)
         self._links = GraphLinks(self, self._names, self._model.poses, {
             'motion_finished': partial(self._event, 'motion_finished'),
             'start_completed': partial(self._event, 'start_completed'),
@@ -289,7 +287,7 @@ class BehaviorPlanner(Node):
 
     def _shutdown(self) -> None:
         self._event('shutdown_completed')
-        self._shutdown_pub.publish(Empty())
+        self._graph_shutdown.send()
 
     # ------------------------------------------------------------------ inputs
     def _on_motor_states(self, msg: MotorStates) -> None:
@@ -342,6 +340,15 @@ class BehaviorPlanner(Node):
 
     def on_graph_shutdown(self) -> None:
         self._links.stop()
+
+    def destroy_node(self) -> None:
+        """Leave once every node holds the graph shutdown this node sent (bounded)."""
+        sender = getattr(self, '_graph_shutdown', None)
+        if sender is not None and self.context.ok() and not sender.wait_delivered():
+            self.get_logger().warning(
+                f'a node did not confirm the graph shutdown within '
+                f'{GRAPH_SHUTDOWN_DELIVERY_TIMEOUT_S:.0f} s; the launcher stops it')
+        super().destroy_node()
 
 
 def main(args: list[str] | None = None) -> None:

@@ -25,6 +25,7 @@ from collections.abc import Callable
 import rclpy
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.context import Context
+from rclpy.duration import Duration
 from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -33,6 +34,9 @@ from std_msgs.msg import Empty
 GRAPH_SHUTDOWN_TOPIC = '/phil/shutdown'
 GRAPH_SHUTDOWN_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                                 reliability=ReliabilityPolicy.RELIABLE)
+# How long the node that ends the graph waits, as it stops, for every other node to hold the
+# shutdown message; one stopped or starved longer gets its stop from the launcher instead.
+GRAPH_SHUTDOWN_DELIVERY_TIMEOUT_S = 5.0
 # How often the main thread looks at the shutdown flag when nothing else wakes the executor.
 SHUTDOWN_POLL_PERIOD_S = 0.1
 # Longest teardown after spinning: the hardware node stops its bus loop (at most ~15 s) within it.
@@ -55,6 +59,25 @@ def exit_on_graph_shutdown(node: Node, requested: threading.Event,
     # must not hold the shutdown back.
     node.create_subscription(Empty, GRAPH_SHUTDOWN_TOPIC, shut_down, GRAPH_SHUTDOWN_QOS,
                              callback_group=MutuallyExclusiveCallbackGroup())
+
+
+class GraphShutdownSender:
+    """Publishes `/phil/shutdown`, which ends every node of the graph (latched).
+
+    Only the sender's writer holds the message. Call ``wait_delivered`` before the sending node
+    is destroyed: a node that had not received it yet (a slower process; the sender runs
+    real-time and stops at once) would otherwise never hear it and run on.
+    """
+
+    def __init__(self, node: Node) -> None:
+        self._publisher = node.create_publisher(Empty, GRAPH_SHUTDOWN_TOPIC, GRAPH_SHUTDOWN_QOS)
+
+    def send(self) -> None:
+        self._publisher.publish(Empty())
+
+    def wait_delivered(self, timeout_s: float = GRAPH_SHUTDOWN_DELIVERY_TIMEOUT_S) -> bool:
+        """True once every matched node acknowledged what was sent (at once if nothing was)."""
+        return self._publisher.wait_for_all_acked(Duration(seconds=timeout_s))
 
 
 def spin_until(executor: Executor, node: Node, requested: threading.Event,

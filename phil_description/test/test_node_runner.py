@@ -208,3 +208,51 @@ def test_start_up_objects_are_frozen_out_of_the_garbage_collector(domain_env):
     # rclpy, the message types and the node: tens of thousands of objects no full collection
     # walks any more.
     assert frozen > 10_000, done.stdout
+
+
+LISTENER = textwrap.dedent('''
+    from rclpy.node import Node
+    from phil_description.node_runner import run_node
+
+    class Listener(Node):
+        def __init__(self):
+            super().__init__('shutdown_listener')
+            print('ready', flush=True)
+
+    run_node(Listener)
+    print('exited', flush=True)
+''')
+
+
+def test_the_graph_shutdown_sender_waits_until_every_node_has_the_message(domain_env):
+    """The sender stops at once after sending (it runs real-time); a slower node whose copy
+    was lost in transit must still get it, so the sender stays until every node
+    acknowledged it."""
+    from phil_description.node_runner import GraphShutdownSender
+
+    listener = subprocess.Popen([sys.executable, '-c', LISTENER], env=domain_env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for_line(listener, 'ready', READY_TIMEOUT_S)
+        with ros_test_context(int(domain_env['ROS_DOMAIN_ID'])) as context:
+            node = rclpy.create_node('shutdown_sender', context=context)
+            sender = GraphShutdownSender(node)
+            deadline = time.monotonic() + READY_TIMEOUT_S
+            while node.count_subscribers(GRAPH_SHUTDOWN_TOPIC) < 1:
+                assert time.monotonic() < deadline, 'the listener never subscribed'
+                time.sleep(0.05)
+            os.kill(listener.pid, signal.SIGSTOP)  # a node that cannot run right now
+            sender.send()
+            # Not delivered while the node cannot acknowledge it; the sender must stay.
+            assert not sender.wait_delivered(0.5)
+            os.kill(listener.pid, signal.SIGCONT)
+            assert sender.wait_delivered(10.0)
+            node.destroy_node()  # the only writer of the message is gone
+        stdout, stderr = listener.communicate(timeout=EXIT_TIMEOUT_S)
+    finally:
+        os.kill(listener.pid, signal.SIGCONT) if listener.poll() is None else None
+        if listener.poll() is None:
+            listener.kill()
+            listener.wait()
+    assert listener.returncode == 0, stderr
+    assert stdout.splitlines() == ['exited'], stdout
