@@ -3,6 +3,7 @@ Ctrl-C (its own ROS domain, buses and TCP port, so nothing else on the machine i
 
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -170,7 +171,11 @@ def test_a_node_that_misses_the_graph_shutdown_is_stopped_after_the_grace(monkey
     monkeypatch.setattr(launcher_module, 'QUIT_EXIT_GRACE_S', 0.5)
     launcher = launcher_module.Launcher([], sim=True, log_dir=None)
     ended = subprocess.Popen([sys.executable, '-c', 'pass'])
-    lingering = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])
+    # Started as the launcher starts a node (own session, Ctrl-C not ignored even where the
+    # test runner ignores it).
+    lingering = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'],
+                                 start_new_session=True,
+                                 preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         launcher._running = [
             launcher_module.Running(NodeSpec('phil_control', 'behavior_planner',
