@@ -19,14 +19,15 @@ print(os.sched_getscheduler(0), os.sched_getparam(0).sched_priority, report.real
 '''
 
 
+def _round_robin() -> None:
+    """In a child before exec: SCHED_RR 10, the hardware node's policy the loop inherits."""
+    os.sched_setscheduler(0, os.SCHED_RR, os.sched_param(10))
+
+
 def _run_under_round_robin(priority: int) -> tuple[int, int, bool]:
     """Run apply_realtime in a child that starts SCHED_RR 10, as under the hardware node."""
-
-    def round_robin() -> None:
-        os.sched_setscheduler(0, os.SCHED_RR, os.sched_param(10))
-
     done = subprocess.run([sys.executable, '-c', _PROBE.format(priority=priority)],
-                          capture_output=True, text=True, timeout=60, preexec_fn=round_robin)
+                          capture_output=True, text=True, timeout=60, preexec_fn=_round_robin)
     assert done.returncode == 0, done.stderr
     policy, applied, realtime = done.stdout.split()
     return int(policy), int(applied), realtime == 'True'
@@ -35,8 +36,7 @@ def _run_under_round_robin(priority: int) -> tuple[int, int, bool]:
 @pytest.fixture
 def round_robin_allowed():
     try:
-        subprocess.run(['true'], check=True, preexec_fn=lambda: os.sched_setscheduler(
-            0, os.SCHED_RR, os.sched_param(10)))
+        subprocess.run(['true'], check=True, preexec_fn=_round_robin)
     except (subprocess.SubprocessError, OSError):
         pytest.skip('SCHED_RR is not allowed here')
 
