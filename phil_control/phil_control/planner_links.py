@@ -4,6 +4,10 @@ actions (hardware lifecycle, motion goals, play goals, services) in order, on it
 Only this worker thread waits; ROS callbacks never do. Each step waits for what makes the next
 one safe (a lifecycle transition to finish, a goal to be accepted so goals reach the trajectory
 generator in order), never for a motion to end: completions arrive later through callbacks.
+
+A motion decided while the worker has nothing to do leaves from the deciding callback itself
+(sending a goal does not wait) and only its acceptance is awaited on the worker: the hand-over
+to the worker thread cost up to 3 ms of the command latency.
 """
 
 from __future__ import annotations
@@ -11,25 +15,25 @@ from __future__ import annotations
 import math
 import queue
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from lifecycle_msgs.msg import State, Transition
-from lifecycle_msgs.srv import ChangeState, GetState
 from rclpy.action import ActionClient
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
 from phil_control.core.behavior import actions as act
+from phil_control.planner_calls import (
+    RETRY_ATTEMPT_S,
+    STEP_TIMEOUT_S,
+    HardwareLifecycle,
+    call_service,
+    retry,
+    wait_for,
+)
 from phil_msgs.action import Gesture, Hit, Look, Move, Play
 from phil_msgs.srv import SetSpeed, Trigger
-
-STEP_TIMEOUT_S = 10.0
-ACTIVATE_TIMEOUT_S = 60.0
-# One attempt of a request that may be repeated (a goal probe, a lifecycle state query).
-RETRY_ATTEMPT_S = 1.0
 
 
 @dataclass
@@ -64,6 +68,16 @@ class GoalOptions:
     profile: str = ''
 
 
+@dataclass(frozen=True)
+class SentGoal:
+    """A goal on its way to an action server, awaiting its acceptance."""
+    action_name: str
+    future: Any
+    play_id: str
+    play: bool
+    completion: Completion | None
+
+
 class GraphLinks:
     """Clients of the hardware, trajectory generator and score player, and the action worker.
 
@@ -82,10 +96,7 @@ class GraphLinks:
         self._poses = poses
         self._events = events
         group = ReentrantCallbackGroup()
-        self._lifecycle_change = node.create_client(ChangeState, '/hardware/change_state',
-                                                    callback_group=group)
-        self._lifecycle_get = node.create_client(GetState, '/hardware/get_state',
-                                                 callback_group=group)
+        self._hardware = HardwareLifecycle(node, group)
         self._motion = {kind: ActionClient(node, kind, f'/trajectory_generator/{name}',
                                            callback_group=group)
                         for kind, name in ((Look, 'look'), (Gesture, 'gesture'), (Move, 'move'))}
@@ -96,6 +107,10 @@ class GraphLinks:
                            '/score_player/stop', '/hardware/estop', '/hardware/reset')}
         self._speed = node.create_client(SetSpeed, '/score_player/speed', callback_group=group)
         self._queue: queue.Queue = queue.Queue()
+        # Items queued or running on the worker; a goal leaves at once only when it is 0, so
+        # goals still reach the trajectory generator in decision order.
+        self._items_pending = 0
+        self._order_lock = threading.Lock()
         self._motions_in_flight = 0
         self._count_lock = threading.Lock()
         # A play or HIT waiting for the running motions to end (see _defer_until_motions_end).
@@ -107,52 +122,63 @@ class GraphLinks:
     def submit(self, actions: tuple, completion: Completion | None = None,
                options: GoalOptions | None = None) -> None:
         """Queue a decision's actions; ``completion`` tracks its (first) motion or play."""
-        if actions:
-            self._queue.put((actions, completion, options or GoalOptions()))
-        elif completion is not None:
-            completion.finish(True, '')
+        if not actions:
+            if completion is not None:
+                completion.finish(True, '')
+            return
+        options = options or GoalOptions()
+        with self._order_lock:
+            sent = self._send_at_once(actions[0], completion, options) \
+                if self._items_pending == 0 else None
+            self._items_pending += 1
+            self._queue.put((actions, completion, options, sent))
 
     def stop(self) -> None:
         self._queue.put(None)
 
+    def _send_at_once(self, action, completion: Completion | None,
+                      options: GoalOptions) -> SentGoal | None:
+        """Send a motion goal from the caller's thread (None: the worker must run the step)."""
+        motion = self._motion_goal(action, options)
+        if motion is None or not self._motion[motion[0]].server_is_ready():
+            return None
+        kind, goal = motion
+        return self._dispatch(self._motion[kind], goal, completion, play=False)
+
     def _work(self) -> None:
         while (item := self._queue.get()) is not None:
-            actions, completion, options = item
-            for action in actions:
-                try:
+            actions, completion, options, sent = item
+            try:
+                self._run_item(actions, completion, options, sent)
+            finally:
+                with self._order_lock:
+                    self._items_pending -= 1
+
+    def _run_item(self, actions: tuple, completion: Completion | None, options: GoalOptions,
+                  sent: SentGoal | None) -> None:
+        for index, action in enumerate(actions):
+            try:
+                if index == 0 and sent is not None:
+                    self._await_accepted(sent)
+                else:
                     self._run(action, completion, options)
-                except Exception as error:  # one failed step must not kill the worker
-                    reason = f'{type(action).__name__} failed: {error}'
-                    self._node.get_logger().error(reason)
-                    if completion is not None and not completion.done.is_set():
-                        completion.finish(False, reason)
-                    self._events['failed'](reason)
-                    break
+            except Exception as error:  # one failed step must not kill the worker
+                reason = f'{type(action).__name__} failed: {error}'
+                self._node.get_logger().error(reason)
+                if completion is not None and not completion.done.is_set():
+                    completion.finish(False, reason)
+                self._events['failed'](reason)
+                return
 
     # ------------------------------------------------------------------ steps
     def _run(self, action, completion: Completion | None, options: GoalOptions) -> None:
         if isinstance(action, act.ActivateHardware):
             self._handshake()
-            self._activate_hardware()
+            self._hardware.activate()
             self._events['start_completed']()
-        elif isinstance(action, act.MoveToPose):
-            pose = self._poses[action.pose]
-            self._send_motion(Move, Move.Goal(joint_names=list(self._joint_names),
-                                              positions_rad=[float(v) for v in pose],
-                                              duration_s=action.duration_s,
-                                              profile=action.profile.value), completion)
-        elif isinstance(action, act.LookAt):
-            self._send_motion(Look, Look.Goal(pan_rad=action.pan_rad, tilt_rad=action.tilt_rad,
-                                              duration_s=action.duration_s), completion)
-        elif isinstance(action, act.PerformGesture):
-            self._send_motion(Gesture, Gesture.Goal(gesture=action.name), completion)
-        elif isinstance(action, act.MoveJoints):
-            names, positions = zip(*action.targets, strict=True)
-            self._send_motion(Move, Move.Goal(joint_names=list(names),
-                                              positions_rad=list(positions),
-                                              duration_s=action.duration_s,
-                                              profile=options.profile or action.profile.value),
-                              completion)
+        elif (motion := self._motion_goal(action, options)) is not None:
+            kind, goal = motion
+            self._send_goal(self._motion[kind], goal, completion, play=False)
         elif isinstance(action, act.StrikeInstrument):
             if self._defer_until_motions_end(action, completion, options):
                 return
@@ -173,7 +199,7 @@ class GraphLinks:
             self.drop_deferred()
             self._trigger('/score_player/stop')
         elif isinstance(action, act.SetPlaySpeed):
-            self._call(self._speed, SetSpeed.Request(speed=action.speed))
+            call_service(self._speed, SetSpeed.Request(speed=action.speed))
         elif isinstance(action, act.HaltMotion):
             self.drop_deferred()
             self._trigger('/trajectory_generator/halt')
@@ -183,10 +209,29 @@ class GraphLinks:
         elif isinstance(action, act.ResetHardware):
             self._trigger('/hardware/reset')
         elif isinstance(action, act.Shutdown):
-            self._shut_down_hardware()
+            self._hardware.shut_down()
             self._events['shutdown']()
         else:
             raise TypeError(f'unknown action {action!r}')
+
+    def _motion_goal(self, action, options: GoalOptions) -> tuple[type, Any] | None:
+        """(action type, goal) of a motion step; None for every other step."""
+        if isinstance(action, act.MoveToPose):
+            pose = self._poses[action.pose]
+            return Move, Move.Goal(joint_names=list(self._joint_names),
+                                   positions_rad=[float(v) for v in pose],
+                                   duration_s=action.duration_s, profile=action.profile.value)
+        if isinstance(action, act.LookAt):
+            return Look, Look.Goal(pan_rad=action.pan_rad, tilt_rad=action.tilt_rad,
+                                   duration_s=action.duration_s)
+        if isinstance(action, act.PerformGesture):
+            return Gesture, Gesture.Goal(gesture=action.name)
+        if isinstance(action, act.MoveJoints):
+            names, positions = zip(*action.targets, strict=True)
+            return Move, Move.Goal(joint_names=list(names), positions_rad=list(positions),
+                                   duration_s=action.duration_s,
+                                   profile=options.profile or action.profile.value)
+        return None
 
     def _defer_until_motions_end(self, action, completion, options) -> bool:
         """Hold a play or HIT back while motion goals run (True = held): the score player
@@ -211,20 +256,8 @@ class GraphLinks:
         if isinstance(action, act.StartPlay | act.ResumePlay):
             self._events['play_ended'](action.play_id, None, False, reason)
 
-    def _wait(self, future, what: str, timeout_s: float = STEP_TIMEOUT_S):
-        done = threading.Event()
-        future.add_done_callback(lambda _: done.set())
-        if not done.wait(timeout_s):
-            raise TimeoutError(f'{what}: no answer within {timeout_s:.0f} s')
-        return future.result()
-
-    def _call(self, client, request, timeout_s: float = STEP_TIMEOUT_S):
-        if not client.wait_for_service(timeout_sec=timeout_s):
-            raise RuntimeError(f'service {client.srv_name} is not available')
-        return self._wait(client.call_async(request), client.srv_name, timeout_s)
-
     def _trigger(self, name: str) -> None:
-        response = self._call(self._triggers[name], Trigger.Request())
+        response = call_service(self._triggers[name], Trigger.Request())
         if not response.accepted:
             self._node.get_logger().warning(f'{name} refused: {response.reason}')
 
@@ -243,81 +276,24 @@ class GraphLinks:
                   (self._play, Play.Goal(score='(discovery probe)')),
                   (self._hit, Hit.Goal(instrument='(discovery probe)')))
         for client, goal in probes:
-            self._retry(lambda c=client, g=goal: self._probe(c, g), client._action_name)
+            retry(lambda c=client, g=goal: self._probe(c, g), client._action_name)
 
     def _probe(self, client: ActionClient, goal) -> None:
         if not client.wait_for_server(timeout_sec=RETRY_ATTEMPT_S):
             raise TimeoutError(f'action {client._action_name} is not available')
-        handle = self._wait(client.send_goal_async(goal), client._action_name, RETRY_ATTEMPT_S)
+        handle = wait_for(client.send_goal_async(goal), client._action_name, RETRY_ATTEMPT_S)
         if handle.accepted:
-            self._wait(handle.get_result_async(), client._action_name, RETRY_ATTEMPT_S)
-
-    def _query_hardware_state(self):
-        client = self._lifecycle_get
-        if not client.wait_for_service(timeout_sec=STEP_TIMEOUT_S):
-            raise RuntimeError(f'service {client.srv_name} is not available')
-        return self._wait(client.call_async(GetState.Request()), client.srv_name,
-                          RETRY_ATTEMPT_S)
-
-    @staticmethod
-    def _retry(attempt: Callable[[], Any], what: str) -> Any:
-        """``attempt()`` again after a TimeoutError, for up to STEP_TIMEOUT_S."""
-        deadline = time.monotonic() + STEP_TIMEOUT_S
-        while True:
-            try:
-                return attempt()
-            except TimeoutError:
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f'{what}: no answer within {STEP_TIMEOUT_S:.0f} s') \
-                        from None
-
-    def _primary_hardware_state(self) -> int:
-        """The hardware's lifecycle state, after any transition in progress (e.g. the
-        configure it runs at start-up) has finished."""
-        deadline = time.monotonic() + ACTIVATE_TIMEOUT_S
-        while True:
-            state = self._retry(self._query_hardware_state,
-                                self._lifecycle_get.srv_name).current_state.id
-            if state < State.TRANSITION_STATE_CONFIGURING or time.monotonic() > deadline:
-                return state
-            time.sleep(0.1)
-
-    def _activate_hardware(self) -> None:
-        state = self._primary_hardware_state()
-        steps = {State.PRIMARY_STATE_UNCONFIGURED: (Transition.TRANSITION_CONFIGURE,
-                                                    Transition.TRANSITION_ACTIVATE),
-                 State.PRIMARY_STATE_INACTIVE: (Transition.TRANSITION_ACTIVATE,),
-                 State.PRIMARY_STATE_ACTIVE: ()}
-        if state not in steps:
-            raise RuntimeError(f'hardware lifecycle state {state} cannot be activated (see '
-                               '/hardware/status)')
-        for transition in steps[state]:
-            request = ChangeState.Request()
-            request.transition.id = transition
-            if not self._call(self._lifecycle_change, request, ACTIVATE_TIMEOUT_S).success:
-                raise RuntimeError(f'hardware refused lifecycle transition {transition} '
-                                   '(see /hardware/status for the reason)')
-
-    def _shut_down_hardware(self) -> None:
-        if not self._lifecycle_get.wait_for_service(timeout_sec=2.0):
-            return
-        state = self._primary_hardware_state()
-        transitions = {State.PRIMARY_STATE_ACTIVE: (Transition.TRANSITION_DEACTIVATE,
-                                                    Transition.TRANSITION_CLEANUP),
-                       State.PRIMARY_STATE_INACTIVE: (Transition.TRANSITION_CLEANUP,)}
-        for transition in transitions.get(state, ()):
-            request = ChangeState.Request()
-            request.transition.id = transition
-            self._call(self._lifecycle_change, request, ACTIVATE_TIMEOUT_S)
-
-    def _send_motion(self, kind, goal, completion: Completion | None) -> None:
-        self._send_goal(self._motion[kind], goal, completion, play=False)
+            wait_for(handle.get_result_async(), client._action_name, RETRY_ATTEMPT_S)
 
     def _send_goal(self, client: ActionClient, goal, completion: Completion | None,
                    play: bool) -> None:
-        play_id = getattr(goal, 'score', '')
         if not client.wait_for_server(timeout_sec=STEP_TIMEOUT_S):
             raise RuntimeError(f'action {client._action_name} is not available')
+        self._await_accepted(self._dispatch(client, goal, completion, play))
+
+    def _dispatch(self, client: ActionClient, goal, completion: Completion | None,
+                  play: bool) -> SentGoal:
+        """Send a goal (never waits); :meth:`_await_accepted` follows it up."""
         feedback = None
         if completion is not None and completion.on_feedback is not None:
             feedback = completion.on_feedback
@@ -328,13 +304,18 @@ class GraphLinks:
 
         with self._count_lock:
             self._motions_in_flight += 0 if play else 1
-        handle = self._wait(client.send_goal_async(goal, feedback_callback=on_feedback),
-                            client._action_name)
+        future = client.send_goal_async(goal, feedback_callback=on_feedback)
+        return SentGoal(client._action_name, future, getattr(goal, 'score', ''), play,
+                        completion)
+
+    def _await_accepted(self, sent: SentGoal) -> None:
+        handle = wait_for(sent.future, sent.action_name)
         if handle is None or not handle.accepted:
-            self._motion_ended(play_id, play, None, completion, False, 'goal was not accepted')
+            self._motion_ended(sent.play_id, sent.play, None, sent.completion, False,
+                               'goal was not accepted')
             return
         handle.get_result_async().add_done_callback(
-            lambda future: self._result(future, play_id, play, completion))
+            lambda future: self._result(future, sent.play_id, sent.play, sent.completion))
 
     def _result(self, future, play_id: str, play: bool, completion: Completion | None) -> None:
         result = future.result().result
@@ -358,6 +339,8 @@ class GraphLinks:
                 self._after_motions = None
         if deferred is not None:
             action, deferred_completion, options = deferred
-            self._queue.put(((action,), deferred_completion, options))
+            with self._order_lock:
+                self._items_pending += 1
+                self._queue.put(((action,), deferred_completion, options, None))
         if idle:
             self._events['motion_finished']()

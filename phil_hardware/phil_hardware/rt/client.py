@@ -6,9 +6,10 @@ Blocking behaviour (what an rclpy callback may call):
   start and imports; at most ``start_timeout_s``). Call it from ``on_configure``/start-up, not
   from a timer.
 * :meth:`BusLoopClient.stop` blocks until the child exited (at most ``timeout_s``).
-* Every other call returns at once (< 1 ms): commands are queued to a sender thread and return
-  a :class:`concurrent.futures.Future` resolving to a :class:`CommandResult`; use
-  ``add_done_callback``, never ``result()`` inside a callback. Lifecycle futures resolve after
+* Every other call returns at once (< 1 ms): commands are written without waiting (see
+  :mod:`.command_wire`) and return a :class:`concurrent.futures.Future` resolving to a
+  :class:`CommandResult`; use ``add_done_callback``, never ``result()`` inside a callback.
+  Lifecycle futures resolve after
   the sequence (configure ~0.5-2 s, activate ~0.5-1 s); chunks within a tick or two.
 * :meth:`BusLoopClient.snapshot` copies the shared block (~0.1 ms) and never waits for the loop.
 * :meth:`BusLoopClient.estop` also sets a shared-memory word the loop checks every tick, so
@@ -20,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import multiprocessing
+import pickle
 import queue
 import threading
 from concurrent.futures import Future
@@ -30,6 +32,7 @@ from phil_hardware.core.chunk_queue import TrajectoryChunk
 from phil_hardware.core.safety import Fault, FaultCode
 
 from . import process
+from .command_wire import CommandWire
 from .config import BusLoopConfig
 from .shm import StateExchange
 from .snapshot import BusSnapshot, decode_snapshot
@@ -71,7 +74,7 @@ class BusLoopClient:
         self._ids = itertools.count(1)
         self._pending: dict[int, Future] = {}
         self._lock = threading.Lock()
-        self._outbox: queue.Queue = queue.Queue(SEND_QUEUE_SIZE)
+        self._wire: CommandWire | None = None
         self._threads: list[threading.Thread] = []
         self._last: BusSnapshot | None = None
         self._dead_reason = ''
@@ -104,10 +107,11 @@ class BusLoopClient:
             self._abort_start()
             raise
         self.realtime_report = report
-        for target, name in ((self._send_loop, 'sender'), (self._receive_loop, 'receiver')):
-            thread = threading.Thread(target=target, name=f'phil-bus-loop-{name}', daemon=True)
-            thread.start()
-            self._threads.append(thread)
+        self._wire = CommandWire(self._conn.fileno(), self._fail, SEND_QUEUE_SIZE)
+        thread = threading.Thread(target=self._receive_loop, name='phil-bus-loop-receiver',
+                                  daemon=True)
+        thread.start()
+        self._threads.append(thread)
         return self
 
     def _spawn_and_wait_ready(self, child) -> dict:
@@ -203,7 +207,8 @@ class BusLoopClient:
                     self._process.kill()
                     self._process.join(2.0)
         finally:
-            self._outbox.put(None)
+            if self._wire is not None:
+                self._wire.close()
             for thread in self._threads:
                 thread.join(2.0)
             if self._conn is not None:
@@ -254,12 +259,11 @@ class BusLoopClient:
         with self._lock:
             self._pending[request_id] = future
         try:
-            self._outbox.put_nowait((request_id, name, payload))
+            self._wire.send(request_id, (request_id, name, payload))
         except queue.Full:
-            with self._lock:
-                self._pending.pop(request_id, None)
-            future.set_exception(BusLoopError('command queue full; the bus loop is not keeping '
-                                              'up'))
+            self._fail(request_id, 'command queue full; the bus loop is not keeping up')
+        except (OSError, ValueError, pickle.PicklingError) as error:
+            self._fail(request_id, f'send to the bus loop failed: {error}')
         return future
 
     # -- state -----------------------------------------------------------------------------
@@ -299,16 +303,6 @@ class BusLoopClient:
         if self._process is None:
             return 'bus loop not started'
         return self._dead_reason or f'bus loop process exited (code {self._process.exitcode})'
-
-    def _send_loop(self) -> None:
-        while True:
-            message = self._outbox.get()
-            if message is None:
-                return
-            try:
-                self._conn.send(message)
-            except (OSError, EOFError, ValueError) as error:
-                self._fail(message[0], f'send to the bus loop failed: {error}')
 
     def _receive_loop(self) -> None:
         while True:

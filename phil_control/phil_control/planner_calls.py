@@ -1,0 +1,101 @@
+"""Blocking calls of the behavior planner's worker thread: a future with a timeout, a service
+call, a retried request, and the hardware node's lifecycle (activate at START, shut down at
+QUIT). Never call these from a ROS callback."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from lifecycle_msgs.msg import State, Transition
+from lifecycle_msgs.srv import ChangeState, GetState
+from rclpy.node import Node
+
+STEP_TIMEOUT_S = 10.0
+ACTIVATE_TIMEOUT_S = 60.0
+# One attempt of a request that may be repeated (a goal probe, a lifecycle state query).
+RETRY_ATTEMPT_S = 1.0
+
+
+def wait_for(future, what: str, timeout_s: float = STEP_TIMEOUT_S):
+    """The future's result; TimeoutError naming ``what`` when none comes in time."""
+    done = threading.Event()
+    future.add_done_callback(lambda _: done.set())
+    if not done.wait(timeout_s):
+        raise TimeoutError(f'{what}: no answer within {timeout_s:.0f} s')
+    return future.result()
+
+
+def call_service(client, request, timeout_s: float = STEP_TIMEOUT_S):
+    if not client.wait_for_service(timeout_sec=timeout_s):
+        raise RuntimeError(f'service {client.srv_name} is not available')
+    return wait_for(client.call_async(request), client.srv_name, timeout_s)
+
+
+def retry(attempt: Callable[[], Any], what: str) -> Any:
+    """``attempt()`` again after a TimeoutError, for up to STEP_TIMEOUT_S."""
+    deadline = time.monotonic() + STEP_TIMEOUT_S
+    while True:
+        try:
+            return attempt()
+        except TimeoutError:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f'{what}: no answer within {STEP_TIMEOUT_S:.0f} s') \
+                    from None
+
+
+class HardwareLifecycle:
+    """Clients of the hardware node's lifecycle services."""
+
+    def __init__(self, node: Node, group) -> None:
+        self._change = node.create_client(ChangeState, '/hardware/change_state',
+                                          callback_group=group)
+        self._get = node.create_client(GetState, '/hardware/get_state', callback_group=group)
+
+    def activate(self) -> None:
+        """Configure (if needed) and activate; RuntimeError naming a refused transition."""
+        state = self._primary_state()
+        steps = {State.PRIMARY_STATE_UNCONFIGURED: (Transition.TRANSITION_CONFIGURE,
+                                                    Transition.TRANSITION_ACTIVATE),
+                 State.PRIMARY_STATE_INACTIVE: (Transition.TRANSITION_ACTIVATE,),
+                 State.PRIMARY_STATE_ACTIVE: ()}
+        if state not in steps:
+            raise RuntimeError(f'hardware lifecycle state {state} cannot be activated (see '
+                               '/hardware/status)')
+        for transition in steps[state]:
+            if not self._transition(transition).success:
+                raise RuntimeError(f'hardware refused lifecycle transition {transition} '
+                                   '(see /hardware/status for the reason)')
+
+    def shut_down(self) -> None:
+        """Deactivate and clean up whatever is up; nothing when the node is gone."""
+        if not self._get.wait_for_service(timeout_sec=2.0):
+            return
+        transitions = {State.PRIMARY_STATE_ACTIVE: (Transition.TRANSITION_DEACTIVATE,
+                                                    Transition.TRANSITION_CLEANUP),
+                       State.PRIMARY_STATE_INACTIVE: (Transition.TRANSITION_CLEANUP,)}
+        for transition in transitions.get(self._primary_state(), ()):
+            self._transition(transition)
+
+    def _transition(self, transition: int):
+        request = ChangeState.Request()
+        request.transition.id = transition
+        return call_service(self._change, request, ACTIVATE_TIMEOUT_S)
+
+    def _query_state(self):
+        if not self._get.wait_for_service(timeout_sec=STEP_TIMEOUT_S):
+            raise RuntimeError(f'service {self._get.srv_name} is not available')
+        return wait_for(self._get.call_async(GetState.Request()), self._get.srv_name,
+                        RETRY_ATTEMPT_S)
+
+    def _primary_state(self) -> int:
+        """The lifecycle state, after any transition in progress (e.g. the configure the node
+        runs at start-up) has finished."""
+        deadline = time.monotonic() + ACTIVATE_TIMEOUT_S
+        while True:
+            state = retry(self._query_state, self._get.srv_name).current_state.id
+            if state < State.TRANSITION_STATE_CONFIGURING or time.monotonic() > deadline:
+                return state
+            time.sleep(0.1)

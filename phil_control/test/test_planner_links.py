@@ -1,0 +1,139 @@
+"""In-process rclpy test of the planner's GraphLinks: when a motion goal leaves, and in what
+order goals and service calls reach the rest of the graph (a stand-in trajectory generator
+with a real action server and halt service)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+rclpy = pytest.importorskip('rclpy')
+
+from rclpy.action import ActionServer  # noqa: E402
+from rclpy.callback_groups import ReentrantCallbackGroup  # noqa: E402
+from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor  # noqa: E402
+
+from phil_control import planner_links  # noqa: E402
+from phil_control.core.behavior import actions as act  # noqa: E402
+from phil_control.core.profiles import Profile  # noqa: E402
+from phil_control.planner_links import Completion, GraphLinks  # noqa: E402
+from phil_description.testing import ros_test_context  # noqa: E402
+from phil_msgs.action import Look  # noqa: E402
+from phil_msgs.srv import Trigger  # noqa: E402
+
+WAIT_S = 10.0
+LOOK = act.LookAt(pan_rad=0.1, tilt_rad=0.05, duration_s=0.2, profile=Profile.COSINE)
+
+
+class StandInGenerator:
+    """The trajectory generator's look action and halt service; records what arrives in order.
+    ``hold_halt`` keeps a halt request unanswered until it is cleared."""
+
+    def __init__(self, node) -> None:
+        self.arrivals: list[str] = []
+        self.hold_halt = threading.Event()
+        self.halt_arrived = threading.Event()
+        group = ReentrantCallbackGroup()
+        self._look = ActionServer(node, Look, '/trajectory_generator/look', self._execute,
+                                  goal_callback=self._on_goal, callback_group=group)
+        node.create_service(Trigger, '/trajectory_generator/halt', self._on_halt,
+                            callback_group=group)
+
+    def _on_goal(self, goal):
+        self.arrivals.append(f'look {goal.pan_rad:.2f}')
+        return rclpy.action.GoalResponse.ACCEPT
+
+    def _execute(self, handle):
+        handle.succeed()
+        return Look.Result(success=True)
+
+    def _on_halt(self, _request, response):
+        self.arrivals.append('halt')
+        self.halt_arrived.set()
+        deadline = time.monotonic() + WAIT_S
+        while self.hold_halt.is_set() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        response.accepted = True
+        return response
+
+
+@pytest.fixture
+def graph():
+    """(links, generator, events) with both nodes spinning; the planner side single-threaded
+    like the behavior planner, the stand-in on its own executor so it may hold a request."""
+    with ros_test_context() as context:
+        planner = rclpy.create_node('planner_links_test', context=context)
+        server = rclpy.create_node('stand_in_generator', context=context)
+        generator = StandInGenerator(server)
+        failures: list[str] = []
+        events = {'motion_finished': lambda: None, 'start_completed': lambda: None,
+                  'play_ended': lambda *args: None, 'failed': failures.append,
+                  'shutdown': lambda: None}
+        links = GraphLinks(planner, ('head_yaw', 'head_pitch'), {}, events)
+        executors = [SingleThreadedExecutor(context=context),
+                     MultiThreadedExecutor(num_threads=3, context=context)]
+        executors[0].add_node(planner)
+        executors[1].add_node(server)
+        threads = [threading.Thread(target=executor.spin, daemon=True) for executor in executors]
+        for thread in threads:
+            thread.start()
+        try:
+            assert links._motion[Look].wait_for_server(timeout_sec=WAIT_S)
+            yield links, generator, failures
+        finally:
+            generator.hold_halt.clear()
+            links.stop()
+            for executor in executors:
+                executor.shutdown()
+            planner.destroy_node()
+            server.destroy_node()
+
+
+def test_a_motion_decided_while_the_worker_is_idle_leaves_from_the_deciding_thread(graph):
+    links, generator, failures = graph
+    client = links._motion[Look]
+    senders: list[str] = []
+    send = client.send_goal_async
+
+    def recording_send(*args, **kwargs):
+        senders.append(threading.current_thread().name)
+        return send(*args, **kwargs)
+
+    client.send_goal_async = recording_send
+    completion = Completion()
+    links.submit((LOOK,), completion)
+    assert senders == [threading.current_thread().name]  # sent before submit returned
+    assert completion.done.wait(WAIT_S)
+    assert completion.success, completion.reason
+    assert generator.arrivals == ['look 0.10']
+    assert failures == []
+
+
+def test_a_motion_decided_behind_a_pending_step_waits_its_turn(graph):
+    links, generator, failures = graph
+    generator.hold_halt.set()
+    links.submit((act.HaltMotion(),))
+    assert generator.halt_arrived.wait(WAIT_S)
+    completion = Completion()
+    links.submit((LOOK,), completion)
+    time.sleep(0.3)  # a goal sent out of turn would arrive meanwhile
+    assert generator.arrivals == ['halt']
+    generator.hold_halt.clear()
+    assert completion.done.wait(WAIT_S)
+    assert completion.success, completion.reason
+    assert generator.arrivals == ['halt', 'look 0.10']
+    assert failures == []
+
+
+def test_a_motion_whose_server_is_missing_fails_on_the_worker_with_the_reason(graph,
+                                                                            monkeypatch):
+    links, _generator, failures = graph
+    monkeypatch.setattr(planner_links, 'STEP_TIMEOUT_S', 0.5)
+    completion = Completion()
+    links.submit((act.PerformGesture(name='nod'),), completion)
+    assert completion.done.wait(WAIT_S)
+    assert not completion.success
+    assert 'gesture is not available' in completion.reason
+    assert failures == [completion.reason]
