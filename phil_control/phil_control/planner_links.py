@@ -139,11 +139,15 @@ class GraphLinks:
     def _send_at_once(self, action, completion: Completion | None,
                       options: GoalOptions) -> SentGoal | None:
         """Send a motion goal from the caller's thread (None: the worker must run the step)."""
-        motion = self._motion_goal(action, options)
-        if motion is None or not self._motion[motion[0]].server_is_ready():
+        try:
+            motion = self._motion_goal(action, options)
+            if motion is None or not self._motion[motion[0]].server_is_ready():
+                return None
+            kind, goal = motion
+            return self._dispatch(self._motion[kind], goal, completion, play=False)
+        except Exception as error:  # the worker runs the step again and reports what fails
+            self._node.get_logger().warning(f'{type(action).__name__} not sent at once: {error}')
             return None
-        kind, goal = motion
-        return self._dispatch(self._motion[kind], goal, completion, play=False)
 
     def _work(self) -> None:
         while (item := self._queue.get()) is not None:
@@ -302,9 +306,9 @@ class GraphLinks:
             if feedback is not None:
                 feedback(message.feedback)
 
-        with self._count_lock:
-            self._motions_in_flight += 0 if play else 1
         future = client.send_goal_async(goal, feedback_callback=on_feedback)
+        with self._count_lock:  # before the goal's result can arrive (_await_accepted)
+            self._motions_in_flight += 0 if play else 1
         return SentGoal(client._action_name, future, getattr(goal, 'score', ''), play,
                         completion)
 

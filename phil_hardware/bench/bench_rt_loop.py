@@ -13,8 +13,13 @@ line:
 * ``latency``: send_chunk() to the first CAN frame carrying the chunk's target (a step probe
   on the right wrist, seen by a sniffer with kernel receive timestamps), p50/p99/max [ms].
 
-Usage: ``python phil_hardware/bench/bench_rt_loop.py [--duration 20] [--modes fifo,nofifo]
-[--cpus 1] [--spin-us 200]``.
+Mode ``floor`` measures the platform instead: a bare loop in its own process, with the bus
+loop's real-time settings and tick timing (``sleep_until``) but no work and no I/O, next to the
+running simulator. Its ``tick`` row is what no code in the tick can do better than on this
+machine.
+
+Usage: ``python phil_hardware/bench/bench_rt_loop.py [--duration 20]
+[--modes fifo,nofifo,floor] [--cpus 1] [--spin-us 200]``.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import multiprocessing
 import random
 import subprocess
 import sys
@@ -36,7 +42,7 @@ from phil_description.core import CanBusParams, SerialBusParams, default_robot_m
 from phil_hardware.core.bus_controller import controller_config_from_model
 from phil_hardware.core.chunk_queue import TrajectoryChunk
 from phil_hardware.core.codecs import epos4
-from phil_hardware.core.realtime import RealtimeConfig
+from phil_hardware.core.realtime import RealtimeConfig, apply_realtime, sleep_until
 from phil_hardware.core.safety import SafetyConfig
 from phil_hardware.core.transport import open_can_bus
 from phil_hardware.rt import BusLoopClient, BusLoopConfig
@@ -98,8 +104,48 @@ def start_simulator(base: int, link: Path) -> subprocess.Popen:
     return process
 
 
+def tick_row(mode: str, lateness_s: np.ndarray, **extra) -> dict:
+    """The ``tick`` row's timing fields from per-tick lateness samples [s]."""
+    period_error = np.abs(np.diff(lateness_s))
+    # Where the late ticks were (tick index, ms): a one-off at start-up and a periodic stall
+    # have different causes.
+    late = [[int(i), round(float(period_error[i]) * 1e3, 2)]
+            for i in np.nonzero(period_error > OUTLIER_S)[0][:MAX_OUTLIERS]]
+    return {'bench': 'rt_loop', 'metric': 'tick', 'mode': mode, **extra,
+            'ticks': int(lateness_s.size), 'period_error': percentiles_us(period_error),
+            'lateness': percentiles_us(lateness_s), 'period_errors_over_1ms': late}
+
+
+def bare_loop(duration_s: float, realtime: RealtimeConfig) -> dict:
+    """Tick for ``duration_s`` like the bus loop, doing nothing (runs in its own process)."""
+    report = apply_realtime(realtime)
+    lateness = np.zeros(int(duration_s / TICK_S))
+    np.percentile(lateness[:2], 50)  # numpy sets this up on its first call: not in a tick
+    deadline = time.monotonic() + TICK_S
+    for index in range(lateness.size):
+        lateness[index] = sleep_until(deadline, realtime.spin_s) - deadline
+        deadline += TICK_S
+    return tick_row('floor', lateness, realtime=report.realtime,
+                    duration_s=round(duration_s, 2))
+
+
+def run_floor(duration_s: float, cpus: tuple[int, ...], spin_s: float) -> list[dict]:
+    realtime = RealtimeConfig(sched_priority=40, cpu_affinity=cpus, spin_s=spin_s)
+    base = random.randint(0x1000, 0xFF00)
+    with tempfile.TemporaryDirectory() as tmp:
+        simulator = start_simulator(base, Path(tmp) / 'ttyDXL')
+        try:
+            with multiprocessing.get_context('spawn').Pool(1) as pool:
+                return [pool.apply(bare_loop, (duration_s, realtime))]
+        finally:
+            simulator.terminate()
+            simulator.wait(10)
+
+
 def run_mode(mode: str, duration_s: float, feedback_timeout_s: float,
              cpus: tuple[int, ...] = (), spin_s: float = 0.0002) -> list[dict]:
+    if mode == 'floor':
+        return run_floor(duration_s, cpus, spin_s)
     model = default_robot_model(sim=True)
     base = random.randint(0x1000, 0xFF00)
     can_params = {name: CanBusParams(name, 'udp_multicast', f'ff11::7068:{base + i:x}', 10**6)
@@ -169,22 +215,13 @@ def measure(mode, client, sniffer, model, duration_s, can_params) -> list[dict]:
         if seen is not None and seen - sent_wall < 0.4:
             latencies.append(seen - sent_wall)
     trace = np.array(client.trace()[trace_start:])
-    period_error = np.abs(np.diff(trace))
-    # Where the late ticks were (tick index, ms): a one-off at start-up and a periodic stall
-    # have different causes.
-    late = [[int(i), round(float(period_error[i]) * 1e3, 2)]
-            for i in np.nonzero(period_error > OUTLIER_S)[0][:MAX_OUTLIERS]]
     elapsed = last.time_s - first.time_s
-    rows = [{
-        'bench': 'rt_loop', 'metric': 'tick', 'mode': mode, 'realtime': last.realtime,
-        'duration_s': round(elapsed, 2), 'ticks': int(trace.size),
-        'period_error': percentiles_us(period_error), 'lateness': percentiles_us(trace),
-        'work_p99_us': round(float(np.median(work_p99)) * 1e6, 1) if work_p99 else None,
-        'work_max_us': round(work_max * 1e6, 1), 'overruns': last.overruns - first.overruns,
-        'missed_ticks': last.missed_ticks - first.missed_ticks,
-        'faults': [f'{f.code.name}:{f.joint}' for f in last.faults],
-        'period_errors_over_1ms': late,
-    }]
+    rows = [tick_row(
+        mode, trace, realtime=last.realtime, duration_s=round(elapsed, 2),
+        work_p99_us=round(float(np.median(work_p99)) * 1e6, 1) if work_p99 else None,
+        work_max_us=round(work_max * 1e6, 1), overruns=last.overruns - first.overruns,
+        missed_ticks=last.missed_ticks - first.missed_ticks,
+        faults=[f'{f.code.name}:{f.joint}' for f in last.faults])]
     for name in (*can_params, 'dxl'):
         before, after = first.buses[name], last.buses[name]
         frames = (after.frames_sent + after.frames_received - before.frames_sent
@@ -209,7 +246,7 @@ def measure(mode, client, sniffer, model, duration_s, can_params) -> list[dict]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--duration', type=float, default=20.0, help='seconds per mode')
-    parser.add_argument('--modes', default='fifo,nofifo')
+    parser.add_argument('--modes', default='fifo,nofifo,floor')
     parser.add_argument('--feedback-timeout', type=float, default=0.5,
                         help='feedback timeout during the run [s] (robot: 0.05)')
     parser.add_argument('--cpus', default='',
