@@ -28,10 +28,14 @@ def wait_for(future, what: str, timeout_s: float = STEP_TIMEOUT_S):
     return future.result()
 
 
-def call_service(client, request, timeout_s: float = STEP_TIMEOUT_S):
+def call_service(client, request, timeout_s: float = STEP_TIMEOUT_S,
+                 answer_timeout_s: float | None = None):
+    """The response; waits ``timeout_s`` for the service, then ``answer_timeout_s`` (default
+    ``timeout_s``) for the answer (TimeoutError: one that may be asked for again)."""
     if not client.wait_for_service(timeout_sec=timeout_s):
         raise RuntimeError(f'service {client.srv_name} is not available')
-    return wait_for(client.call_async(request), client.srv_name, timeout_s)
+    return wait_for(client.call_async(request), client.srv_name,
+                    timeout_s if answer_timeout_s is None else answer_timeout_s)
 
 
 def retry(attempt: Callable[[], Any], what: str) -> Any:
@@ -85,10 +89,7 @@ class HardwareLifecycle:
         return call_service(self._change, request, ACTIVATE_TIMEOUT_S)
 
     def _query_state(self):
-        if not self._get.wait_for_service(timeout_sec=STEP_TIMEOUT_S):
-            raise RuntimeError(f'service {self._get.srv_name} is not available')
-        return wait_for(self._get.call_async(GetState.Request()), self._get.srv_name,
-                        RETRY_ATTEMPT_S)
+        return call_service(self._get, GetState.Request(), STEP_TIMEOUT_S, RETRY_ATTEMPT_S)
 
     def _primary_state(self) -> int:
         """The lifecycle state, after any transition in progress (e.g. the configure the node

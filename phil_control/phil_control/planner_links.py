@@ -141,10 +141,13 @@ class GraphLinks:
         """Send a motion goal from the caller's thread (None: the worker must run the step)."""
         try:
             motion = self._motion_goal(action, options)
-            if motion is None or not self._motion[motion[0]].server_is_ready():
+            if motion is None:
                 return None
             kind, goal = motion
-            return self._dispatch(self._motion[kind], goal, completion, play=False)
+            client = self._motion[kind]
+            if not client.server_is_ready():
+                return None
+            return self._dispatch(client, goal, completion, play=False)
         except Exception as error:  # the worker runs the step again and reports what fails
             self._node.get_logger().warning(f'{type(action).__name__} not sent at once: {error}')
             return None

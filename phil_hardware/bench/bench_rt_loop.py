@@ -120,7 +120,6 @@ def bare_loop(duration_s: float, realtime: RealtimeConfig) -> dict:
     """Tick for ``duration_s`` like the bus loop, doing nothing (runs in its own process)."""
     report = apply_realtime(realtime)
     lateness = np.zeros(int(duration_s / TICK_S))
-    np.percentile(lateness[:2], 50)  # numpy sets this up on its first call: not in a tick
     deadline = time.monotonic() + TICK_S
     for index in range(lateness.size):
         lateness[index] = sleep_until(deadline, realtime.spin_s) - deadline

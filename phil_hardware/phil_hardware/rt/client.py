@@ -9,8 +9,8 @@ Blocking behaviour (what an rclpy callback may call):
 * Every other call returns at once (< 1 ms): commands are written without waiting (see
   :mod:`.command_wire`) and return a :class:`concurrent.futures.Future` resolving to a
   :class:`CommandResult`; use ``add_done_callback``, never ``result()`` inside a callback.
-  Lifecycle futures resolve after
-  the sequence (configure ~0.5-2 s, activate ~0.5-1 s); chunks within a tick or two.
+  Lifecycle futures resolve after the sequence (configure ~0.5-2 s, activate ~0.5-1 s); chunks
+  within a tick or two.
 * :meth:`BusLoopClient.snapshot` copies the shared block (~0.1 ms) and never waits for the loop.
 * :meth:`BusLoopClient.estop` also sets a shared-memory word the loop checks every tick, so
   the ESTOP acts within ~1 ms even while a lifecycle command runs.
