@@ -1,16 +1,19 @@
-"""CommandWire against a real multiprocessing pipe: frames a ``Connection`` reads, written at
-once when nothing waits, queued in order behind a frame the socket could not take whole."""
+"""CommandWire and CommandReader against a real multiprocessing pipe: frames a ``Connection``
+reads, written at once when nothing waits, queued in order behind a frame the socket could not
+take whole; read by the loop without ever waiting, a large frame over several calls."""
 
 from __future__ import annotations
 
 import multiprocessing
+import os
+import pickle
 import queue
 import threading
 import time
 
 import pytest
 
-from phil_hardware.rt.command_wire import CommandWire, encode_frame
+from phil_hardware.rt.command_wire import NO_MESSAGE, CommandReader, CommandWire, encode_frame
 
 BIG = b'x' * (4 << 20)  # larger than any socket buffer: the sender thread writes most of it
 WAIT_S = 10.0
@@ -87,3 +90,86 @@ def test_a_closed_reader_fails_the_direct_send_and_reports_the_queued_one(pipe):
 def test_a_frame_is_a_length_header_and_the_pickle():
     frame = encode_frame(('estop', 'operator'))
     assert int.from_bytes(frame[:4], 'big') == len(frame) - 4
+
+
+# -- the loop's side: CommandReader ----------------------------------------------------------
+
+@pytest.fixture
+def reading():
+    """(the node's Connection, a CommandReader on the loop's end, the loop's Connection)."""
+    node_end, loop_end = multiprocessing.Pipe(duplex=True)
+    reader = CommandReader(loop_end.fileno(), max_read_bytes=64 * 1024)
+    yield node_end, reader, loop_end
+    reader.close()
+    node_end.close()
+    loop_end.close()
+
+
+def read_until_message(reader: CommandReader, max_calls: int = 10_000) -> object:
+    for _ in range(max_calls):
+        message = reader.next_message()
+        if message is not NO_MESSAGE:
+            return message
+    raise AssertionError('no message arrived')
+
+
+def test_the_reader_returns_at_once_with_nothing_and_reads_what_a_connection_sends(reading):
+    node_end, reader, _loop_end = reading
+    assert reader.next_message() is NO_MESSAGE  # did not wait
+    node_end.send((1, 'ping', None))
+    node_end.send((2, 'chunk', {'points': [0.5]}))
+    assert read_until_message(reader) == (1, 'ping', None)
+    assert read_until_message(reader) == (2, 'chunk', {'points': [0.5]})
+    assert reader.next_message() is NO_MESSAGE
+
+
+def test_a_frame_larger_than_one_read_arrives_over_several_calls(reading):
+    node_end, reader, _loop_end = reading
+    payload = b'y' * (1 << 20)
+    sender = threading.Thread(target=node_end.send, args=((3, 'chunk', payload),))
+    sender.start()
+    calls_without = 0
+    message = NO_MESSAGE
+    while message is NO_MESSAGE:
+        message = reader.next_message()
+        calls_without += message is NO_MESSAGE
+    sender.join(WAIT_S)
+    assert message == (3, 'chunk', payload)
+    assert calls_without >= 10  # 1 MiB at most 64 KiB per call
+
+
+def test_replies_through_the_connection_still_block_and_arrive(reading):
+    node_end, reader, loop_end = reading
+    node_end.send((4, 'ping', None))
+    assert read_until_message(reader) == (4, 'ping', None)
+    loop_end.send((4, True, 'pong', None))  # the reader's MSG_DONTWAIT left the fd blocking
+    assert node_end.recv() == (4, True, 'pong', None)
+
+
+def test_a_closed_writer_ends_the_reader_after_its_last_message(reading):
+    node_end, reader, _loop_end = reading
+    node_end.send((5, 'shutdown', None))
+    node_end.close()
+    assert read_until_message(reader) == (5, 'shutdown', None)
+    with pytest.raises(EOFError):
+        reader.next_message()
+
+
+def test_an_unpicklable_frame_fails_alone_and_the_next_one_reads(reading):
+    node_end, reader, _loop_end = reading
+    node_end.send_bytes(b'\x80\x05 not a pickle')
+    node_end.send((6, 'ping', None))
+    deadline = time.monotonic() + WAIT_S
+    with pytest.raises(pickle.UnpicklingError):
+        while time.monotonic() < deadline:
+            reader.next_message()
+    assert read_until_message(reader) == (6, 'ping', None)
+
+
+def test_a_corrupt_length_ends_the_stream_as_a_socket_error(reading):
+    node_end, reader, _loop_end = reading
+    os.write(node_end.fileno(), (-5).to_bytes(4, 'big', signed=True) + b'xxxx')
+    deadline = time.monotonic() + WAIT_S
+    with pytest.raises(OSError, match='corrupt command frame'):
+        while time.monotonic() < deadline:
+            reader.next_message()

@@ -52,3 +52,20 @@ def test_a_real_time_loop_gets_fifo_at_its_priority(round_robin_allowed):
 def test_realtime_config_is_validated():
     with pytest.raises(ValueError, match='sched_priority'):
         RealtimeConfig(sched_priority=120)
+
+
+_GC_PROBE = '''
+import gc
+from phil_hardware.core.realtime import RealtimeConfig, apply_realtime
+report = apply_realtime(RealtimeConfig(sched_priority=0, lock_memory=False,
+                                       manual_gc={manual}))
+print(gc.isenabled(), report.gc_manual, gc.get_freeze_count() > 0)
+'''
+
+
+@pytest.mark.parametrize('manual', [True, False])
+def test_manual_gc_switches_automatic_collection_off_after_freezing(manual):
+    done = subprocess.run([sys.executable, '-c', _GC_PROBE.format(manual=manual)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [str(not manual), str(manual), 'True']

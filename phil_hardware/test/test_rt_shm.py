@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from phil_hardware.core.realtime import sleep_until
-from phil_hardware.rt.loop import TickStats
 from phil_hardware.rt.shm import SnapshotLayout, StateExchange
+from phil_hardware.rt.tick_stats import TickStats, percentiles
 
 
 @pytest.fixture
@@ -65,14 +68,40 @@ def test_estop_word_counts_requests(pair):
     assert writer.estop_requests() == 2
 
 
-def test_tick_stats_close_windows_with_percentiles_and_work():
+def test_tick_stats_summarize_a_full_window_when_asked():
     stats = TickStats(100)
     for i in range(100):
         stats.add(i * 1e-6, 2e-4)
+    assert stats.pending and stats.window == 0  # recording the window computed nothing
+    stats.summarize()
+    assert not stats.pending
     assert stats.window == 100
     assert stats.p50_s == pytest.approx(49.5e-6)
     assert stats.max_s == pytest.approx(99e-6)
     assert stats.work_max_s == pytest.approx(2e-4)
+
+
+@given(st.lists(st.floats(-1.0, 1.0), min_size=1, max_size=300),
+       st.lists(st.floats(0.0, 100.0), min_size=1, max_size=4))
+def test_tick_percentiles_equal_numpys(values, quantiles):
+    expected = np.percentile(np.array(values), quantiles)
+    assert percentiles(np.array(values), tuple(quantiles)) == pytest.approx(expected, abs=1e-12)
+
+
+def test_tick_stats_record_the_next_window_while_one_waits_and_never_lose_one():
+    stats = TickStats(10)
+    for _ in range(10):
+        stats.add(1e-6, 1e-4)
+    for _ in range(9):
+        stats.add(5e-6, 3e-4)  # the waiting window is untouched
+    stats.summarize()
+    assert stats.max_s == pytest.approx(1e-6)
+    stats.add(5e-6, 3e-4)
+    for _ in range(10):  # two full windows without spare time: the older is summarized
+        stats.add(7e-6, 4e-4)
+    assert stats.max_s == pytest.approx(5e-6) and stats.work_max_s == pytest.approx(3e-4)
+    stats.summarize()
+    assert stats.max_s == pytest.approx(7e-6)
 
 
 def test_sleep_until_returns_at_or_after_the_deadline():

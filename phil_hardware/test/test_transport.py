@@ -29,6 +29,9 @@ from phil_hardware.core.transport import (
     open_serial_port,
     serial_port,
 )
+from phil_hardware.core.transport.udp_fast_path import UdpFastPath
+
+SO_DETACH_FILTER = 27  # <asm-generic/socket.h>
 
 
 def unique_group() -> str:
@@ -124,7 +127,10 @@ def test_udp_multicast_isolates_groups_drops_echo_and_survives_garbage():
         time.sleep(0.02)
         own: list[CanFrame] = []
         a.drain(own)
-        assert own == [] and a.echoes == 1
+        # The kernel filter drops the echo: it never reaches user space to be counted.
+        assert own == [] and a.echoes == 0
+        assert b.send(CanFrame(0x181, b'\x01'))  # the filter drops only a's own port
+        assert drain_until(a, 1) == [CanFrame(0x181, b'\x01')]
         other: list[CanFrame] = []
         c.drain(other)
         assert other == [] and c.frames_received == 0
@@ -132,6 +138,28 @@ def test_udp_multicast_isolates_groups_drops_echo_and_survives_garbage():
         raw.close()
         for bus in (a, b, c):
             bus.close()
+
+
+def test_without_the_kernel_filter_own_frames_come_back_and_are_dropped_by_tag():
+    group = unique_group()
+    a = CanTransport('can0', open_can_bus(CanBusParams('can0', 'udp_multicast', group, 10**6)))
+    b = CanTransport('can0', open_can_bus(CanBusParams('can0', 'udp_multicast', group, 10**6)))
+    sock = a.bus._multicast._socket
+    sock.setsockopt(socket.SOL_SOCKET, SO_DETACH_FILTER, 0)
+    a._fast.close()
+    a._fast = UdpFastPath(sock, a.bus._multicast._send_destination, a._tag,
+                          filter_own_frames=False)
+    try:
+        assert a.send(CanFrame(0x80, b''))
+        assert drain_until(b, 1) == [CanFrame(0x80, b'')]
+        deadline = time.monotonic() + 1.0
+        own: list[CanFrame] = []
+        while a.echoes == 0 and time.monotonic() < deadline:
+            a.drain(own)
+        assert own == [] and a.echoes == 1
+    finally:
+        a.close()
+        b.close()
 
 
 def test_udp_multicast_frames_carry_their_send_time():

@@ -202,6 +202,11 @@ class BusController(FeedbackReceiver):
         self._active_epos = [(bus, [d for d in present_drives if d.bus == bus])
                              for bus in self.epos.buses(present_drives)]
 
+    @property
+    def tick_index(self) -> int:
+        """Ticks run so far; its remainder by ``cycle.slow_divider`` is the traffic phase."""
+        return self._tick_index
+
     def tick(self, now: float) -> None:
         """One control cycle at send time ``now`` (robot monotonic seconds)."""
         self.counters.ticks += 1

@@ -99,3 +99,22 @@ def require_length(frame: CanFrame, expected: int, what: str, *, exact: bool = F
             f'{what} frame {frame.describe_id()} is too {adjective}: expected '
             f'{expected} data bytes, got {length}'
         )
+
+
+def frame_bits(dlc: int, is_extended_id: bool) -> int:
+    """Worst-case bits of one classic data frame on the wire, stuffing included.
+
+    Unstuffed: 47 bits (standard) / 67 bits (extended) of overhead plus 8 per data byte; the
+    stuffable part (SOF..CRC, 34 / 54 bits + data) can gain one bit per four, and the 3-bit
+    interframe space is counted as bus time too.
+
+    Args:
+        dlc: Payload bytes (0..8).
+        is_extended_id: 29-bit identifier.
+    """
+    stuffable = (54 if is_extended_id else 34) + 8 * dlc
+    return stuffable + (stuffable - 1) // 4 + 13
+
+
+# FRAME_BITS[is_extended_id][dlc]: frame_bits() as a table for hot paths.
+FRAME_BITS = tuple(tuple(frame_bits(dlc, ext) for dlc in range(9)) for ext in (False, True))

@@ -13,8 +13,9 @@ on the hot path (a failed send, an undecodable datagram) are counted, never rais
 ``ff11::/16``: those datagrams never leave the machine. Two python-can quirks are handled here:
 Linux delivers every group joined by any socket on the port to every socket
 (``IPV6_MULTICAST_ALL``), and multicast loopback hands a process its own frames back. The first
-is switched off per socket, the second is filtered with a per-transport sender tag carried in
-the message's ``channel`` field.
+is switched off per socket; the second is dropped by a kernel socket filter on the sender's own
+port, and by a per-transport sender tag in the message's ``channel`` field where that filter is
+not available.
 """
 
 from .can_bus import (

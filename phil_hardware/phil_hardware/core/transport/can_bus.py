@@ -13,8 +13,9 @@ on the hot path (a failed send, an undecodable datagram) are counted, never rais
 ``ff11::/16``: those datagrams never leave the machine. Two python-can quirks are handled here:
 Linux delivers every group joined by any socket on the port to every socket
 (``IPV6_MULTICAST_ALL``), and multicast loopback hands a process its own frames back. The first
-is switched off per socket, the second is filtered with a per-transport sender tag carried in
-the message's ``channel`` field.
+is switched off per socket; for the second, frames leave through a socket of their own whose
+datagrams a kernel filter drops (:mod:`.udp_fast_path`), and a per-transport sender tag in the
+message's ``channel`` field catches any that still come back.
 """
 
 from __future__ import annotations
@@ -23,11 +24,12 @@ import contextlib
 import ipaddress
 import math
 import socket
-import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from phil_hardware.core.codecs.frame import CanFrame
+from phil_hardware.core.codecs.frame import FRAME_BITS, CanFrame, frame_bits  # noqa: F401 (re-exported)
+
+from .udp_fast_path import UdpFastPath
 
 if TYPE_CHECKING:
     import can
@@ -44,30 +46,10 @@ IPV6_MULTICAST_ALL = 29
 # seconds of traffic; the kernel caps it at net.core.rmem_max unless we may force it.
 UDP_RECEIVE_BUFFER_BYTES = 4 * 1024 * 1024
 _MAX_DRAIN_PER_CALL = 256
-# A send time later than the receiver's clock by more than this is not one (s).
-_SEND_TIME_SLACK_S = 1.0
 
 
 class TransportError(RuntimeError):
     """A bus or port could not be opened or configured; the message names it and what to check."""
-
-
-def frame_bits(dlc: int, is_extended_id: bool) -> int:
-    """Worst-case bits of one classic data frame on the wire, stuffing included.
-
-    Unstuffed: 47 bits (standard) / 67 bits (extended) of overhead plus 8 per data byte; the
-    stuffable part (SOF..CRC, 34 / 54 bits + data) can gain one bit per four, and the 3-bit
-    interframe space is counted as bus time too.
-
-    Args:
-        dlc: Payload bytes (0..8).
-        is_extended_id: 29-bit identifier.
-    """
-    stuffable = (54 if is_extended_id else 34) + 8 * dlc
-    return stuffable + (stuffable - 1) // 4 + 13
-
-
-_FRAME_BITS = tuple(tuple(frame_bits(dlc, ext) for dlc in range(9)) for ext in (False, True))
 
 
 def check_multicast_group(bus_name: str, channel: str) -> None:
@@ -176,7 +158,8 @@ class CanTransport:
         bits_sent / bits_received: Worst-case wire bits of those frames (see :func:`frame_bits`).
         send_errors: Sends the bus refused (buffer full, bus off, ...).
         receive_errors: Receives that raised (e.g. an undecodable datagram); skipped.
-        echoes: Own frames handed back by the bus and dropped (udp_multicast loopback).
+        echoes: Own frames handed back by the bus and dropped here (udp_multicast loopback
+            without the kernel filter).
         ignored: Remote, error or FD frames dropped.
     """
 
@@ -204,7 +187,7 @@ class CanTransport:
         self.echoes = 0
         self.ignored = 0
         self.last_error = ''
-        self._fast = _UdpFastPath.wrap(bus, self._tag)
+        self._fast = UdpFastPath.wrap(bus, self._tag)
 
     @property
     def bus(self) -> can.BusABC:
@@ -224,7 +207,7 @@ class CanTransport:
                 self.last_error = f'send {frame.describe_id()}: {error}'
                 return False
             self.frames_sent += 1
-            self.bits_sent += _FRAME_BITS[frame.is_extended_id][min(len(frame.data), 8)]
+            self.bits_sent += FRAME_BITS[frame.is_extended_id][min(len(frame.data), 8)]
             return True
         message = self._message_type(
             arbitration_id=frame.arbitration_id,
@@ -240,7 +223,7 @@ class CanTransport:
             self.last_error = f'send {frame.describe_id()}: {error}'
             return False
         self.frames_sent += 1
-        self.bits_sent += _FRAME_BITS[frame.is_extended_id][min(len(frame.data), 8)]
+        self.bits_sent += FRAME_BITS[frame.is_extended_id][min(len(frame.data), 8)]
         return True
 
     def drain(self, out: list[CanFrame], limit: int = _MAX_DRAIN_PER_CALL,
@@ -284,7 +267,7 @@ class CanTransport:
             if sent_at is not None:
                 sent_at.append(math.nan)
             self.frames_received += 1
-            self.bits_received += _FRAME_BITS[message.is_extended_id][min(len(data), 8)]
+            self.bits_received += FRAME_BITS[message.is_extended_id][min(len(data), 8)]
             received += 1
         return received
 
@@ -298,98 +281,7 @@ class CanTransport:
 
     def close(self) -> None:
         """Shut the bus down (idempotent)."""
+        if self._fast is not None:
+            self._fast.close()
         with contextlib.suppress(self._can_error, OSError):
             self._bus.shutdown()
-
-
-class _UdpFastPath:
-    """Direct socket I/O for python-can's udp_multicast bus, same msgpack wire format.
-
-    python-can's receive path costs a ``select`` plus a ``recvmsg`` with timestamps plus a
-    validated ``Message`` per frame, and every own frame comes back (multicast loopback). Here a
-    non-blocking ``recv`` drains the socket and own frames are dropped by a byte search for the
-    sender tag before unpacking, which keeps the 1 ms tick short.
-    """
-
-    def __init__(self, sock: socket.socket, destination: tuple, tag: str) -> None:
-        import msgpack
-
-        self._sock = sock
-        self._destination = destination
-        self._packb = msgpack.packb
-        self._unpackb = msgpack.unpackb
-        self._tag = tag
-        self._tag_bytes = tag.encode()
-
-    @classmethod
-    def wrap(cls, bus: object, tag: str) -> _UdpFastPath | None:
-        multicast = getattr(bus, '_multicast', None)
-        sock = getattr(multicast, '_socket', None)
-        destination = getattr(multicast, '_send_destination', None)
-        if sock is None or destination is None:
-            return None
-        try:
-            import msgpack  # noqa: F401  (python-can's udp_multicast needs it too)
-        except ImportError:
-            return None
-        return cls(sock, destination, tag)
-
-    def send(self, frame: CanFrame) -> str | None:
-        data = frame.data
-        packed = self._packb({
-            # python-can's receiver replaces it with its receive time; this path's receiver
-            # reads it as the send time (one host, one CLOCK_MONOTONIC).
-            'timestamp': time.monotonic(), 'arbitration_id': frame.arbitration_id,
-            'is_extended_id': frame.is_extended_id, 'is_remote_frame': False,
-            'is_error_frame': False, 'channel': self._tag, 'dlc': len(data), 'data': data,
-            'is_fd': False, 'bitrate_switch': False, 'error_state_indicator': False,
-        }, use_bin_type=True)
-        try:
-            self._sock.sendto(packed, socket.MSG_DONTWAIT, self._destination)
-        except OSError as error:
-            return str(error)
-        return None
-
-    def drain(self, owner: CanTransport, out: list[CanFrame], limit: int,
-              sent_at: list[float] | None = None) -> int:
-        received = 0
-        latest = time.monotonic() + _SEND_TIME_SLACK_S
-        sock = self._sock
-        tag = self._tag_bytes
-        for _ in range(2 * limit):
-            try:
-                datagram = sock.recv(4096, socket.MSG_DONTWAIT)
-            except BlockingIOError:
-                break
-            except OSError as error:
-                owner.receive_errors += 1
-                owner.last_error = f'receive: {error}'
-                break
-            if tag in datagram:
-                owner.echoes += 1
-                continue
-            try:
-                fields = self._unpackb(datagram, raw=False)
-                arbitration_id = fields['arbitration_id']
-                extended = bool(fields['is_extended_id'])
-                data = bytes(fields['data'])
-                if fields.get('is_remote_frame') or fields.get('is_error_frame') or \
-                        fields.get('is_fd') or len(data) > 8:
-                    owner.ignored += 1
-                    continue
-            except Exception as error:  # any garbage datagram: count it, keep draining
-                owner.receive_errors += 1
-                owner.last_error = f'receive: undecodable datagram ({error})'
-                continue
-            out.append(CanFrame(arbitration_id, data, extended))
-            if sent_at is not None:
-                stamp = fields.get('timestamp')
-                # Other senders stamp wall-clock time (or nothing): not a send time here.
-                valid = isinstance(stamp, float) and 0.0 < stamp <= latest
-                sent_at.append(stamp if valid else math.nan)
-            owner.frames_received += 1
-            owner.bits_received += _FRAME_BITS[extended][len(data)]
-            received += 1
-            if received >= limit:
-                break
-        return received
