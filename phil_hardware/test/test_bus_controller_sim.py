@@ -239,3 +239,26 @@ def test_deactivate_stops_tmotors_shuts_maxons_down_and_releases_servos(active):
     sent = len(active.seen['can0'])
     active.run(0.05)
     assert not any(f.arbitration_id == 0x300 for f in active.seen['can0'][sent:])
+
+
+def test_each_tmotor_bus_sends_every_5_ms_on_its_own_tick(active):
+    ctl = active.controller
+    active.collect()
+    for bus in ('can0', 'can1'):
+        active.seen[bus] = []
+    sent_on: dict[str, list[int]] = {'can0': [], 'can1': []}
+    for _ in range(20):
+        time.sleep(0.001)
+        ctl.tick(time.monotonic())
+        active.collect()
+        for bus, ticks in sent_on.items():
+            # Controller commands are SET_RPM (packet 3); the motors answer with packet 0x29.
+            commands = [f for f in active.seen[bus] if f.is_extended_id
+                        and f.arbitration_id >> 8 == 3]
+            if commands:
+                ticks.append(ctl.tick_index)
+            active.seen[bus] = []
+    phases = ctl.config.cycle.tmotor_phases
+    assert [tick % 5 for tick in sent_on['can0']] == [phases[0]] * 4
+    assert [tick % 5 for tick in sent_on['can1']] == [phases[1]] * 4
+    assert phases[0] != phases[1]

@@ -130,15 +130,15 @@ def test_snapshots_are_published_on_ticks_without_tmotor_or_dynamixel_traffic():
                   if rig.published_seen[i] > rig.published_seen[i - 1]]
     assert grew_after == [1, 6, 11, 16]
     cycle = rig.config.controller.cycle
-    assert all(tick % cycle.slow_divider not in (cycle.tmotor_phase, cycle.dxl_phase)
+    assert all(tick % cycle.slow_divider not in (*cycle.tmotor_phases, cycle.dxl_phase)
                for tick in grew_after)
 
 
 def test_the_quiet_phase_avoids_both_slow_phases_whenever_one_exists():
-    cycle = CycleConfig(slow_divider=5, tmotor_phase=0, dxl_phase=2)
+    cycle = CycleConfig(slow_divider=5, tmotor_phases=(0, 3), dxl_phase=2)
     assert quiet_phase(cycle, 5) == 1
     assert quiet_phase(cycle, 10) == 1
-    assert quiet_phase(CycleConfig(slow_divider=5, tmotor_phase=1, dxl_phase=0), 5) == 2
+    assert quiet_phase(CycleConfig(slow_divider=5, tmotor_phases=(1, 2), dxl_phase=0), 5) == 3
     assert quiet_phase(cycle, 2) == 0  # every phase meets a busy tick sooner or later
 
 

@@ -49,7 +49,7 @@ def quiet_phase(cycle: CycleConfig, every: int) -> int:
     The snapshot is published on it: on the TMotor tick it made the longest tick longer still.
     """
     divider = cycle.slow_divider
-    busy = {cycle.tmotor_phase % divider, cycle.dxl_phase % divider}
+    busy = {*cycle.tmotor_phases, cycle.dxl_phase}
     for phase in range(every):
         if all((phase + k * every) % divider not in busy for k in range(divider)):
             return phase

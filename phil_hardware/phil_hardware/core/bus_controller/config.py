@@ -77,8 +77,10 @@ class CycleConfig:
     Attributes:
         tick_s: Bus-loop period (Maxon targets + SYNC every tick) [s].
         slow_divider: TMotor and Dynamixel every ``slow_divider`` ticks (5 -> 5 ms).
-        tmotor_phase / dxl_phase: Tick (mod divider) carrying TMotor resp. Dynamixel traffic,
-            spread so one tick never carries everything.
+        tmotor_phases: Tick (mod divider) on which each CAN bus carrying TMotors sends, in bus
+            name order (a bus beyond the tuple takes its last entry). One bus per tick: all
+            seven TMotor frames in one tick made it the longest by ~0.2 ms.
+        dxl_phase: Tick (mod divider) carrying the Dynamixel write and read request.
         inactive_poll_ticks: While configured but not active, SYNC and a Dynamixel read every
             this many ticks so the measured state stays readable.
         send_error_limit: Consecutive failed sends on one bus that latch BUS_ERROR.
@@ -86,7 +88,7 @@ class CycleConfig:
 
     tick_s: float = 0.001
     slow_divider: int = 5
-    tmotor_phase: int = 0
+    tmotor_phases: tuple[int, ...] = (0, 3)
     dxl_phase: int = 2
     inactive_poll_ticks: int = 10
     send_error_limit: int = 50
@@ -97,9 +99,13 @@ class CycleConfig:
             raise ValueError(f'tick_s must be in [0.0001, 0.1] s, got {self.tick_s!r}')
         if self.slow_divider < 1:
             raise ValueError('slow_divider must be >= 1')
-        for name in ('tmotor_phase', 'dxl_phase'):
-            if not 0 <= getattr(self, name) < self.slow_divider:
-                raise ValueError(f'{name} must be in 0..{self.slow_divider - 1}')
+        if not self.tmotor_phases:
+            raise ValueError('tmotor_phases needs at least one phase')
+        for phase in (*self.tmotor_phases, self.dxl_phase):
+            if not 0 <= phase < self.slow_divider:
+                raise ValueError(f'tmotor_phases and dxl_phase must be in '
+                                 f'0..{self.slow_divider - 1}, got {phase}')
+        object.__setattr__(self, 'tmotor_phases', tuple(int(p) for p in self.tmotor_phases))
         if self.inactive_poll_ticks < 1 or self.send_error_limit < 1:
             raise ValueError('inactive_poll_ticks and send_error_limit must be >= 1')
 

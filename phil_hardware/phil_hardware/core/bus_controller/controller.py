@@ -90,7 +90,7 @@ class BusController(FeedbackReceiver):
         self.supervising = False
         self._tick_index = 0
         self._send_failures: dict[str, int] = {}
-        self._active_tmotors: list[TMotorJoint] = []
+        self._tmotors_by_phase: dict[int, list[TMotorJoint]] = {}
         self._active_epos: list[tuple[str, list[Epos4Drive]]] = []
 
     # -- lifecycle (sequences live in .sequences) -------------------------------------------
@@ -197,7 +197,13 @@ class BusController(FeedbackReceiver):
 
     def set_cyclic_members(self) -> None:
         """Fix the motors in cyclic traffic (present ones) after discovery."""
-        self._active_tmotors = [m for m in self.tmotors.motors if self.present[m.index]]
+        phases = self.config.cycle.tmotor_phases
+        buses = sorted({m.bus for m in self.tmotors.motors})
+        self._tmotors_by_phase = {}
+        for motor in self.tmotors.motors:
+            if self.present[motor.index]:
+                phase = phases[min(buses.index(motor.bus), len(phases) - 1)]
+                self._tmotors_by_phase.setdefault(phase, []).append(motor)
         present_drives = [d for d in self.epos.drives if self.present[d.index]]
         self._active_epos = [(bus, [d for d in present_drives if d.bus == bus])
                              for bus in self.epos.buses(present_drives)]
@@ -248,8 +254,9 @@ class BusController(FeedbackReceiver):
                 self.send(bus, drive.cyclic_frame(targets[i], measured))
             self.send(bus, SYNC_FRAME)
         phase = self._tick_index % self.config.cycle.slow_divider
-        if phase == self.config.cycle.tmotor_phase:
-            self._send_tmotors(targets, velocities, measured, now)
+        tmotors = self._tmotors_by_phase.get(phase)
+        if tmotors:
+            self._send_tmotors(tmotors, targets, velocities, measured, now)
         if phase == self.config.cycle.dxl_phase:
             for bus, bank in self.dxl_banks.items():
                 if bank.present:
@@ -257,10 +264,10 @@ class BusController(FeedbackReceiver):
                     self.transports.serial[bus].write(bank.goal_packet(targets)
                                                       + bank.read_packet())
 
-    def _send_tmotors(self, targets, velocities, measured, now: float) -> None:
+    def _send_tmotors(self, motors, targets, velocities, measured, now: float) -> None:
         safety = self.safety
         holding = self.holding
-        for motor in self._active_tmotors:
+        for motor in motors:
             i = motor.index
             measured_rad = measured[i]
             if measured_rad != measured_rad:

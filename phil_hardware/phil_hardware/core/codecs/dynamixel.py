@@ -132,6 +132,8 @@ def crc16(data: bytes, crc: int = 0) -> int:
 
 def stuff(body: bytes) -> bytes:
     """Insert an extra 0xFD after every ``FF FF FD`` in INST..params."""
+    if _STUFFING_PATTERN not in body:  # nearly every packet: no byte loop
+        return bytes(body)
     stuffed = bytearray()
     for position, byte in enumerate(body):
         stuffed.append(byte)
@@ -146,6 +148,8 @@ def unstuff(body: bytes) -> bytes:
     Raises:
         CodecError: If an ``FF FF FD`` is not followed by the stuffing byte.
     """
+    if _STUFFING_PATTERN not in body:
+        return bytes(body)
     result = bytearray()
     position = 0
     while position < len(body):
