@@ -28,6 +28,7 @@ import argparse
 import json
 import math
 import multiprocessing
+import os
 import random
 import subprocess
 import sys
@@ -104,6 +105,23 @@ def start_simulator(base: int, link: Path) -> subprocess.Popen:
     return process
 
 
+def steal_ms() -> float | None:
+    """CPU time the hypervisor took from this VM so far, all CPUs [ms] (/proc/stat, 10 ms
+    resolution), or None where there is no such count."""
+    try:
+        with open('/proc/stat') as stat:
+            fields = stat.readline().split()
+        return int(fields[8]) * 1000.0 / os.sysconf('SC_CLK_TCK')
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def steal_during(before: float | None) -> float | None:
+    """Steal time since ``before`` [ms]."""
+    after = steal_ms()
+    return None if before is None or after is None else round(after - before, 1)
+
+
 def tick_row(mode: str, lateness_s: np.ndarray, **extra) -> dict:
     """The ``tick`` row's timing fields from per-tick lateness samples [s]."""
     period_error = np.abs(np.diff(lateness_s))
@@ -135,7 +153,9 @@ def run_floor(duration_s: float, cpus: tuple[int, ...], spin_s: float) -> list[d
         simulator = start_simulator(base, Path(tmp) / 'ttyDXL')
         try:
             with multiprocessing.get_context('spawn').Pool(1) as pool:
-                return [pool.apply(bare_loop, (duration_s, realtime))]
+                steal_before = steal_ms()
+                row = pool.apply(bare_loop, (duration_s, realtime))
+                return [{**row, 'steal_ms': steal_during(steal_before)}]
         finally:
             simulator.terminate()
             simulator.wait(10)
@@ -182,6 +202,7 @@ def run_mode(mode: str, duration_s: float, feedback_timeout_s: float,
 def measure(mode, client, sniffer, model, duration_s, can_params) -> list[dict]:
     wrist = model.joint('right_wrist')
     first = client.snapshot()
+    steal_before = steal_ms()
     trace_start = first.trace_count
     probes: list[tuple[float, int]] = []   # (wall-clock send time, wrist counts before)
     work_p99: list[float] = []
@@ -208,6 +229,7 @@ def measure(mode, client, sniffer, model, duration_s, can_params) -> list[dict]:
         time.sleep(0.01)
     time.sleep(0.3)
     last = client.snapshot()
+    steal = steal_during(steal_before)
     latencies = []
     for sent_wall, before in probes:
         seen = sniffer.first_change_after(sent_wall, before)
@@ -219,7 +241,7 @@ def measure(mode, client, sniffer, model, duration_s, can_params) -> list[dict]:
         mode, trace, realtime=last.realtime, duration_s=round(elapsed, 2),
         work_p99_us=round(float(np.median(work_p99)) * 1e6, 1) if work_p99 else None,
         work_max_us=round(work_max * 1e6, 1), overruns=last.overruns - first.overruns,
-        missed_ticks=last.missed_ticks - first.missed_ticks,
+        missed_ticks=last.missed_ticks - first.missed_ticks, steal_ms=steal,
         faults=[f'{f.code.name}:{f.joint}' for f in last.faults])]
     for name in (*can_params, 'dxl'):
         before, after = first.buses[name], last.buses[name]

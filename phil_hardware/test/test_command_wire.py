@@ -173,3 +173,20 @@ def test_a_corrupt_length_ends_the_stream_as_a_socket_error(reading):
     with pytest.raises(OSError, match='corrupt command frame'):
         while time.monotonic() < deadline:
             reader.next_message()
+
+
+def test_waiting_for_input_returns_when_a_frame_arrives_or_one_is_buffered(reading):
+    node_end, reader, _loop_end = reading
+    start = time.monotonic()
+    assert not reader.wait_readable(0.05)
+    assert time.monotonic() - start >= 0.04  # it waited
+    node_end.send((8, 'ping', None))
+    node_end.send((9, 'ping', None))
+    assert reader.wait_readable(WAIT_S)
+    assert read_until_message(reader) == (8, 'ping', None)
+    # Both frames came in one read: the second waits in the buffer, not on the socket.
+    assert reader.wait_readable(0.0)
+    assert read_until_message(reader) == (9, 'ping', None)
+    assert not reader.wait_readable(0.0)
+    node_end.close()
+    assert reader.wait_readable(WAIT_S)  # the end of the stream is input too

@@ -43,7 +43,8 @@ class LoopRig:
     """A BusLoop on a stepping clock; ``work_s[i]`` is how long tick ``i`` (1-based) takes."""
 
     def __init__(self, ticks: int, work_s: dict[int, float] | None = None,
-                 default_work_s: float = 0.0001, **config) -> None:
+                 default_work_s: float = 0.0001, send_during: dict[int, tuple] | None = None,
+                 **config) -> None:
         self.clock = SteppingClock()
         controller_config = controller_config_from_model(default_robot_model(sim=True))
         self.config = BusLoopConfig(controller_config, RealtimeConfig(sched_priority=0),
@@ -57,6 +58,7 @@ class LoopRig:
         self.ticks = ticks
         self.work_s = work_s or {}
         self.default_work_s = default_work_s
+        self.send_during = send_during or {}   # tick -> command the node sends while it runs
         self.replies: list[object] = []        # what the node end read after the run
         self.commands_seen: list[int] = []     # commands handled before each tick
         self.published_seen: list[int] = []    # snapshots published before each tick
@@ -67,6 +69,8 @@ class LoopRig:
             index = self.controller.tick_index
             self.commands_seen.append(self.loop.commands_handled)
             self.published_seen.append(self.loop.writer.publish_count)
+            if index in self.send_during:
+                self.node_end.send(self.send_during[index])
             self.clock.advance(self.work_s.get(index, self.default_work_s))
             if index == self.ticks:
                 self.loop.request_terminate()
@@ -101,16 +105,22 @@ def test_a_slot_that_began_less_than_a_period_ago_runs_at_once_and_lost_slots_ar
 
 def test_commands_wait_for_spare_time_but_no_longer_than_the_limit():
     busy = LoopRig(12, default_work_s=0.0008, spare_reserve_s=0.0004,
-                   command_max_wait_ticks=3)
-    busy.node_end.send((1, 'ping', None))
+                   command_max_wait_ticks=3, send_during={1: (1, 'ping', None)})
     busy.run()
-    # Ticks 1-3 left 0.2 ms: the ping waited; after the fourth it was taken anyway.
+    # Each tick left 0.2 ms: the ping waited after ticks 1-3, after the fourth it was taken.
     assert busy.commands_seen[:5] == [0, 0, 0, 0, 1]
 
-    roomy = LoopRig(6, default_work_s=0.0001, spare_reserve_s=0.0004)
-    roomy.node_end.send((1, 'ping', None))
+    roomy = LoopRig(6, default_work_s=0.0001, spare_reserve_s=0.0004,
+                    send_during={1: (1, 'ping', None)})
     roomy.run()
-    assert roomy.commands_seen[:2] == [0, 1]
+    assert roomy.commands_seen[:2] == [0, 1]  # taken right after the tick it arrived in
+
+
+def test_a_command_that_arrives_while_the_loop_waits_is_taken_before_the_next_tick():
+    rig = LoopRig(4)
+    rig.node_end.send((1, 'ping', None))  # the loop is waiting for its first tick
+    rig.run()
+    assert rig.commands_seen[0] == 1
 
 
 def test_the_loop_answers_each_command_through_the_pipe_in_order():

@@ -2,8 +2,9 @@
 
 The hardware node creates a :class:`BusLoopClient` and calls ``start()``; the child process
 runs :class:`BusLoop` around a :class:`~phil_hardware.core.bus_controller.BusController` with
-SCHED_FIFO, CPU affinity, mlockall and a frozen GC when permitted. Commands travel through a
-pipe, the state comes back through a seqlocked shared-memory snapshot at >= 100 Hz.
+SCHED_FIFO, CPU affinity, mlockall and a frozen, manually paced GC when permitted. Commands
+travel through a pipe and are taken in the spare time after a tick; the state comes back
+through a seqlocked shared-memory snapshot at >= 100 Hz.
 """
 
 from .client import BusLoopClient, BusLoopError, CommandResult

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import pickle
 import queue
+import select
 import socket
 import struct
 import threading
@@ -135,9 +136,24 @@ class CommandReader:
             raise EOFError('the command pipe was closed')
         return NO_MESSAGE
 
+    def wait_readable(self, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` for input; True at once if a whole frame is buffered."""
+        if self._closed or self._frame_buffered():
+            return True
+        return bool(select.select((self._socket,), (), (), timeout_s)[0])
+
     def close(self) -> None:
         """Close the duplicate descriptor."""
         self._socket.close()
+
+    def _frame_buffered(self) -> bool:
+        buffer = self._buffer
+        if len(buffer) < 4:
+            return False
+        (size,) = struct.unpack_from('!i', buffer)
+        if size == _LONG_FRAME:
+            return len(buffer) >= 12 and len(buffer) >= 12 + struct.unpack_from('!Q', buffer, 4)[0]
+        return size < 0 or len(buffer) >= 4 + size
 
     def _fill(self) -> None:
         taken = 0

@@ -1,14 +1,16 @@
 """The bus loop: absolute-deadline pacing of :meth:`BusController.tick`, commands from the
 node, the state snapshot, tick statistics.
 
-Per tick: sleep until the deadline minus a spin margin, spin to the deadline, look at the ESTOP
+Per tick: wait for the deadline minus a spin margin, spin to the deadline, look at the ESTOP
 word in shared memory, run the controller tick with the actual time as the send time, and every
 ``snapshot_every_ticks`` publish the snapshot, on a tick without TMotor or Dynamixel traffic.
 Then the spare time before the next deadline serves what may wait a tick or two: at most
 ``commands_per_tick`` commands from the pipe, the tick statistics, the garbage collection. Each
 waits for a tick with ``spare_reserve_s`` left, a command at most ``command_max_wait_ticks``
 ticks. A chunk costs ~0.35 ms to take in with cold caches and a collection 0.2-10 ms at
-whatever allocation triggers it, so neither may land in a busy tick.
+whatever allocation triggers it, so neither may land in a busy tick. The wait itself watches the
+pipe: a command that arrives while ``spare_reserve_s`` is left is taken at once, so a chunk is
+sampled from the next tick on.
 
 A tick that ends after the next deadline is an overrun: the next tick starts at once if its
 slot is less than a period ago, and slots wholly missed are skipped (counted), never caught up
@@ -122,6 +124,9 @@ class BusLoop:
         deadline = clock() + period
         skipped_s = 0.0  # slots an overrun skipped, counted in the next trace sample
         while not self._stopping:
+            deadline = self._take_commands_while_idle(deadline, spin)
+            if self._stopping:
+                break
             start = sleep_until(deadline, spin, clock)
             lateness = start - deadline
             if capacity:
@@ -160,6 +165,26 @@ class BusLoop:
         self.publish(clock())
         self._reader.close()
         return self.exit_code
+
+    def _take_commands_while_idle(self, deadline: float, spin: float) -> float:
+        """Until ``deadline - spin``, wait on the command pipe instead of sleeping, and take
+        what arrives while ``spare_reserve_s`` is left. Returns the deadline of the next tick
+        (a fresh one after a lifecycle command)."""
+        clock = self.clock
+        reserve = self.config.spare_reserve_s
+        reader = self._reader
+        while not self._stopping:
+            remaining = deadline - clock() - spin
+            if remaining <= 0.0 or not reader.wait_readable(remaining):
+                break
+            if deadline - clock() < reserve:
+                break  # taken in the spare time after the tick
+            self._command_wait_ticks = 0
+            self._handle_commands()
+            if self._resync:
+                self._resync = False
+                deadline = clock() + self._period
+        return deadline
 
     def _spare_time_work(self, next_deadline: float) -> None:
         """Commands, statistics, garbage collection: each when the time before
