@@ -7,6 +7,7 @@ ticks makes that tick take as long as the test says by moving the clock on.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import multiprocessing
 
@@ -152,27 +153,10 @@ def test_the_quiet_phase_avoids_both_slow_phases_whenever_one_exists():
     assert quiet_phase(cycle, 2) == 0  # every phase meets a busy tick sooner or later
 
 
-def test_garbage_is_collected_in_spare_time_youngest_generation_mostly():
-    collected: list[int] = []
-
-    def record(phase: str, info: dict) -> None:
-        if phase == 'start':
-            collected.append(info['generation'])
-
-    was_enabled = gc.isenabled()
-    gc.disable()  # as the loop process runs with RealtimeConfig.manual_gc
-    gc.callbacks.append(record)
-    try:
-        rig = LoopRig(41, gc_every_ticks=2)
-        rig.run()
-    finally:
-        gc.callbacks.remove(record)
-        if was_enabled:
-            gc.enable()
-    assert collected == ([0] * 9 + [1]) * 2  # ticks 2, 4, ... 40
-
-
-def test_no_collection_lands_in_a_tick_without_spare_time():
+@contextlib.contextmanager
+def collections_recorded():
+    """Automatic collection off, as in the loop process (RealtimeConfig.manual_gc); yields
+    the generation of every collection that runs."""
     collected: list[int] = []
 
     def record(phase: str, info: dict) -> None:
@@ -183,11 +167,22 @@ def test_no_collection_lands_in_a_tick_without_spare_time():
     gc.disable()
     gc.callbacks.append(record)
     try:
-        LoopRig(20, default_work_s=0.0009, gc_every_ticks=2).run()
+        yield collected
     finally:
         gc.callbacks.remove(record)
         if was_enabled:
             gc.enable()
+
+
+def test_garbage_is_collected_in_spare_time_youngest_generation_mostly():
+    with collections_recorded() as collected:
+        LoopRig(41, gc_every_ticks=2).run()
+    assert collected == ([0] * 9 + [1]) * 2  # ticks 2, 4, ... 40
+
+
+def test_no_collection_lands_in_a_tick_without_spare_time():
+    with collections_recorded() as collected:
+        LoopRig(20, default_work_s=0.0009, gc_every_ticks=2).run()
     assert collected == []
 
 
