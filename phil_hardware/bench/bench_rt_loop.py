@@ -7,7 +7,8 @@ For each scheduling mode (SCHED_FIFO, best-effort) it starts the device simulato
 line:
 
 * ``tick``: period error (start-to-start minus 1 ms) and wake-up lateness p50/p99/p99.9/max
-  [us], tick work time p99/max [us], overruns and missed ticks;
+  [us], tick work time p99/max [us], overruns and missed ticks, and ``steal_ms``: the CPU
+  time the hypervisor took from this VM during the run (a stall no guest code can avoid);
 * ``bus``: frames/s per bus (sent + received) and the share of 1 Mbit/s those frames occupy
   (worst-case bit stuffing, interframe space included);
 * ``latency``: send_chunk() to the first CAN frame carrying the chunk's target (a step probe
