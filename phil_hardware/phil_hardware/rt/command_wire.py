@@ -138,22 +138,18 @@ class CommandReader:
 
     def wait_readable(self, timeout_s: float) -> bool:
         """Wait up to ``timeout_s`` for input; True at once if a whole frame is buffered."""
-        if self._closed or self._frame_buffered():
+        if self._closed:
             return True
+        try:
+            if self._frame_bounds() is not None:
+                return True
+        except OSError:
+            return True  # the next read reports the corrupt frame
         return bool(select.select((self._socket,), (), (), timeout_s)[0])
 
     def close(self) -> None:
         """Close the duplicate descriptor."""
         self._socket.close()
-
-    def _frame_buffered(self) -> bool:
-        buffer = self._buffer
-        if len(buffer) < 4:
-            return False
-        (size,) = struct.unpack_from('!i', buffer)
-        if size == _LONG_FRAME:
-            return len(buffer) >= 12 and len(buffer) >= 12 + struct.unpack_from('!Q', buffer, 4)[0]
-        return size < 0 or len(buffer) >= 4 + size
 
     def _fill(self) -> None:
         taken = 0
@@ -169,21 +165,31 @@ class CommandReader:
             taken += len(data)
 
     def _take_frame(self) -> bytes | None:
+        bounds = self._frame_bounds()
+        if bounds is None:
+            return None
+        start, end = bounds
+        payload = bytes(self._buffer[start:end])
+        del self._buffer[:end]
+        return payload
+
+    def _frame_bounds(self) -> tuple[int, int] | None:
+        """(payload start, end) of the first buffered frame when it is whole, else None.
+
+        Raises:
+            OSError: The header is corrupt; the stream cannot be followed any further.
+        """
         buffer = self._buffer
         if len(buffer) < 4:
             return None
         (size,) = struct.unpack_from('!i', buffer)
-        header = 4
+        start = 4
         if size == _LONG_FRAME:
             if len(buffer) < 12:
                 return None
             (size,) = struct.unpack_from('!Q', buffer, 4)
-            header = 12
-        elif size < 0:  # the stream cannot be followed any further
+            start = 12
+        elif size < 0:
             raise OSError(f'corrupt command frame: length {size}')
-        end = header + size
-        if len(buffer) < end:
-            return None
-        payload = bytes(buffer[header:end])
-        del buffer[:end]
-        return payload
+        end = start + size
+        return (start, end) if len(buffer) >= end else None

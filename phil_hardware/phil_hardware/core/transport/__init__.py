@@ -18,12 +18,13 @@ port, and by a per-transport sender tag in the message's ``channel`` field where
 not available.
 """
 
+from phil_hardware.core.codecs.frame import frame_bits
+
 from .can_bus import (
     SUPPORTED_CAN_INTERFACES,
     CanTransport,
     TransportError,
     check_multicast_group,
-    frame_bits,
     open_can_bus,
 )
 from .serial_port import (

@@ -27,7 +27,7 @@ import socket
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from phil_hardware.core.codecs.frame import FRAME_BITS, CanFrame, frame_bits  # noqa: F401 (re-exported)
+from phil_hardware.core.codecs.frame import FRAME_BITS, CanFrame
 
 from .udp_fast_path import UdpFastPath
 
