@@ -13,7 +13,7 @@ setup(
     data_files=[
         ('share/ament_index/resource_index/packages', [f'resource/{PACKAGE}']),
         (f'share/{PACKAGE}', ['package.xml']),
-        (f'share/{PACKAGE}/config', glob('config/*.yaml')),
+        (f'share/{PACKAGE}/config', glob('config/*.yaml') + glob('config/*.xml')),
         (f'share/{PACKAGE}/launch', glob('launch/*.py')),
     ],
     install_requires=['setuptools'],

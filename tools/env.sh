@@ -40,8 +40,27 @@ if [ -d "$_phil_root/install/phil_bringup/lib/phil_bringup" ]; then
   esac
 fi
 
-# Keep DDS discovery on this machine (Jazzy/Kilted and Humble spellings).
-export ROS_AUTOMATIC_DISCOVERY_RANGE=${ROS_AUTOMATIC_DISCOVERY_RANGE:-LOCALHOST}
-if [ "${ROS_DISTRO:-}" = humble ]; then export ROS_LOCALHOST_ONLY=${ROS_LOCALHOST_ONLY:-1}; fi
+# Keep DDS on this machine: the loopback-only Fast DDS profile (shared memory + UDP on
+# 127.0.0.1; README "Network access and security"), unless a profile of the user's is set. The
+# rules of phil_bringup/core/dds_scope.py: Fast DDS 3 reads FASTDDS_, Jazzy's 2.14 FASTRTPS_;
+# Humble's 2.6 predates the profile's allowlist, ROS_LOCALHOST_ONLY=1 does the same there.
+case "${ROS_DISTRO:-}" in
+  humble) _phil_profile_variable= ;;
+  jazzy) _phil_profile_variable=FASTRTPS_DEFAULT_PROFILES_FILE ;;
+  *) _phil_profile_variable=FASTDDS_DEFAULT_PROFILES_FILE ;;
+esac
+if [ -n "${FASTDDS_DEFAULT_PROFILES_FILE:-}${FASTRTPS_DEFAULT_PROFILES_FILE:-}" ]; then
+  export ROS_AUTOMATIC_DISCOVERY_RANGE=${ROS_AUTOMATIC_DISCOVERY_RANGE:-LOCALHOST}
+elif [ -z "$_phil_profile_variable" ]; then
+  export ROS_LOCALHOST_ONLY=1 ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
+else
+  export "$_phil_profile_variable=$_phil_root/phil_bringup/config/fastdds_loopback.xml"
+  # LOCALHOST (or ROS_LOCALHOST_ONLY=1) would make rmw_fastrtps add a UDP transport on every
+  # interface beside the profile's.
+  case "${ROS_AUTOMATIC_DISCOVERY_RANGE:-LOCALHOST}" in
+    LOCALHOST) export ROS_AUTOMATIC_DISCOVERY_RANGE=SYSTEM_DEFAULT ;;
+  esac
+  unset ROS_LOCALHOST_ONLY
+fi
 export PYTHONUNBUFFERED=1
-unset _phil_root _phil_venv
+unset _phil_root _phil_venv _phil_profile_variable

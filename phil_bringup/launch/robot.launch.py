@@ -1,23 +1,34 @@
 """Phil: the whole robot on a ROS 2 install.
 
     ros2 launch phil_bringup robot.launch.py [sim:=true] [rviz:=true] [tcp_port:=1951]
-        [tcp_address:=127.0.0.1] [log_dir:=/path] [rt_priority:=40]
+        [tcp_address:=127.0.0.1] [log_dir:=/path] [rt_priority:=40] [network:=false]
 
 The node set comes from phil_bringup.core.node_set, the same declaration the launcher uses
-on machines without ROS launch.
+on machines without ROS launch. DDS stays on loopback unless network:=true (the rules of
+phil_bringup.core.dds_scope, shared with the launcher).
 """
 
+import os
 import shlex
 
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, ExecuteProcess, OpaqueFunction
+from launch.actions import (
+    DeclareLaunchArgument,
+    ExecuteProcess,
+    LogInfo,
+    OpaqueFunction,
+    SetEnvironmentVariable,
+    UnsetEnvironmentVariable,
+)
 from launch.conditions import IfCondition
 from launch.substitutions import Command, LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
 
-from phil_bringup.core.node_set import nodes_for, sched_prefix
+from phil_bringup.core.dds_scope import LOOPBACK_PROFILE, dds_scope, enclave_of
+from phil_bringup.core.node_set import nodes_for, sched_prefix, watched_nodes
+from phil_description.core.graph_key import GRAPH_KEY_ENV, GraphKey
 
 ARGUMENTS = {
     'sim': ('false', 'Drive the device simulators instead of can0..3 and /dev/ttyUSB0.'),
@@ -26,7 +37,23 @@ ARGUMENTS = {
     'tcp_port': ('1951', 'Port of the brain TCP server.'),
     'log_dir': ('', 'Run folder for CSV logs (empty: no logs).'),
     'rt_priority': ('40', 'SCHED_FIFO priority of the bus loop (0: normal scheduler).'),
+    'network': ('false', 'DDS on every network interface instead of loopback only: anyone on '
+                         'the network can join the graph (secure it with SROS2).'),
 }
+
+
+def dds_setup(context):
+    """DDS on loopback only unless network:=true, for every process of this launch
+    (robot_state_publisher and rviz included: this runs before them)."""
+    network = LaunchConfiguration('network').perform(context).lower() in ('true', '1')
+    profile = f'{FindPackageShare("phil_bringup").perform(context)}/config/{LOOPBACK_PROFILE}'
+    scope = dds_scope(getattr(context, 'environment', os.environ), profile, network)
+    actions = [UnsetEnvironmentVariable(name) if value is None
+               else SetEnvironmentVariable(name, value)
+               for name, value in scope.changes.items()]
+    if scope.warning:
+        actions.append(LogInfo(msg=scope.warning))
+    return actions
 
 
 def launch_setup(context):
@@ -47,6 +74,8 @@ def launch_setup(context):
         if spec.parameter_file_for(sim):
             parameters.append(f'{bringup_share}/config/{spec.parameter_file_for(sim)}')
         overrides = {'sim': sim}
+        if spec.watches:
+            overrides['watched_nodes'] = watched_nodes(spec)
         if log_dir:
             overrides['log_dir'] = log_dir
         if spec.name == 'tcp_bridge':
@@ -60,6 +89,7 @@ def launch_setup(context):
         parameters.append(overrides)
         actions.append(Node(package=spec.package, executable=spec.executable, name=spec.name,
                             parameters=parameters, arguments=list(spec.arguments),
+                            ros_arguments=['--enclave', enclave_of(spec.name)],
                             prefix=shlex.join(sched_prefix(spec)) or None, output='screen'))
     return actions
 
@@ -72,11 +102,18 @@ def generate_launch_description() -> LaunchDescription:
         value_type=str)
     actions = [DeclareLaunchArgument(name, default_value=default, description=description)
                for name, (default, description) in ARGUMENTS.items()]
+    actions.append(OpaqueFunction(function=dds_setup))
+    # One key for the nodes of this launch, fresh each time unless the user set one (to run
+    # further nodes by hand): the graph's own messages are signed with it.
+    actions.append(SetEnvironmentVariable(GRAPH_KEY_ENV,
+                                          os.environ.get(GRAPH_KEY_ENV) or GraphKey.generate()))
     actions.append(Node(package='robot_state_publisher', executable='robot_state_publisher',
-                        parameters=[{'robot_description': robot_description}]))
+                        parameters=[{'robot_description': robot_description}],
+                        ros_arguments=['--enclave', enclave_of('robot_state_publisher')]))
     actions.append(OpaqueFunction(function=launch_setup))
     actions.append(Node(package='rviz2', executable='rviz2',
                         arguments=['-d', PathJoinSubstitution([description_share, 'rviz',
                                                                'phil.rviz'])],
+                        ros_arguments=['--enclave', enclave_of('rviz')],
                         condition=IfCondition(LaunchConfiguration('rviz'))))
     return LaunchDescription(actions)

@@ -31,6 +31,10 @@ class BrainConnection:
 
     def send(self, line: str) -> str:
         self._socket.sendall(line.encode() + b'\n')
+        return self.read_line()
+
+    def read_line(self) -> str:
+        """The next line the server sent."""
         return self._reader.readline().rstrip('\n')
 
     def state(self) -> str:

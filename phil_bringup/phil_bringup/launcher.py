@@ -8,7 +8,10 @@ nodes; the launcher then stops the simulators and exits 0. If a process dies on 
 says which; the hardware keeps holding the last target (or, if the hardware node died, its
 bus loop disables the drives).
 
-Usage: ``python -m phil_bringup.launcher [--real] [--log-dir DIR] [--tcp-port N] [--demo ID]``
+DDS stays on loopback unless ``--network`` (see :mod:`phil_bringup.core.dds_scope`).
+
+Usage: ``python -m phil_bringup.launcher [--real] [--log-dir DIR] [--tcp-port N] [--demo ID]
+[--network]``
 """
 
 from __future__ import annotations
@@ -26,15 +29,22 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
 
-from phil_bringup.core.node_set import NodeSpec, nodes_for
+from phil_bringup.core.dds_scope import (
+    LOOPBACK_PROFILE,
+    PROFILE_VARIABLES,
+    dds_scope,
+    enclave_of,
+)
+from phil_bringup.core.node_set import NodeSpec, nodes_for, watched_nodes
+from phil_description.core.capped_log import CappedTextLog
+from phil_description.core.graph_key import GRAPH_KEY_ENV, GraphKey
 
 STOP_TIMEOUT_S = 15.0
 SIGINT_REPEAT_S = 5.0  # longer than any node needs to shut down cleanly
 QUIT_TIMEOUT_S = 60.0  # QUIT drives to the shutdown pose first
 # Once a node has ended on the graph shutdown, the others have this long to follow.
-QUIT_EXIT_GRACE_S = 30.0
+QUIT_EXIT_GRACE_S = 10.0
 SIMULATOR_READY_TIMEOUT_S = 30.0
 SIMULATOR_READY_LINE = 'device simulator ready'
 OUTPUT_TAIL_LINES = 100  # a Python traceback of an interrupted import fits
@@ -92,11 +102,13 @@ def node_command(spec: NodeSpec, sim: bool, log_dir: Path | None = None,
         for option, value in (overrides or {}).items():
             command += [f'--{option}', value]
         return command
-    command += ['--ros-args', '-r', f'__node:={spec.name}']
+    command += ['--ros-args', '--enclave', enclave_of(spec.name), '-r', f'__node:={spec.name}']
     parameter_file = spec.parameter_file_for(sim)
     if parameter_file:
         command += ['--params-file', str(config_path(parameter_file))]
     parameters = {'sim': 'true' if sim else 'false', **(overrides or {})}
+    if spec.watches:
+        parameters['watched_nodes'] = '[' + ','.join(watched_nodes(spec)) + ']'
     if log_dir is not None:
         parameters['log_dir'] = str(log_dir)
     for name, value in parameters.items():
@@ -138,7 +150,8 @@ class Launcher:
                                                                     spec.niceness,
                                                                     spec.rt_priority))
             running = Running(spec, process)
-            log = (self._log_dir / f'{spec.name}.log').open('w') if self._log_dir else None
+            # Rotated to <node>.log.1 past 20 MB: a chatty node cannot fill the disk.
+            log = CappedTextLog(self._log_dir / f'{spec.name}.log') if self._log_dir else None
             running.pump = threading.Thread(target=self._pump, args=(running, log), daemon=True)
             running.pump.start()
             self._running.append(running)
@@ -149,7 +162,7 @@ class Launcher:
                                    f'{SIMULATOR_READY_TIMEOUT_S:.0f} s')
 
     @staticmethod
-    def _pump(running: Running, log: IO[str] | None) -> None:
+    def _pump(running: Running, log: CappedTextLog | None) -> None:
         """Copy a process's output to its log (or the console), watching for readiness."""
         prefix = f'[{running.spec.name}] '
         for line in running.process.stdout:
@@ -171,6 +184,15 @@ class Launcher:
         nodes = [r for r in self._running if r.spec.ros_node]
         return bool(nodes) and all(r.process.poll() == 0 for r in nodes)
 
+    def _died_before_quit(self) -> list[str]:
+        """Once every ROS node has exited: those that did not exit with 0 (died on their own,
+        e.g. killed), as 'name (exit code N)'; [] while any still runs or all exited with 0."""
+        nodes = [r for r in self._running if r.spec.ros_node]
+        if not nodes or any(r.process.poll() is None for r in nodes):
+            return []
+        return [f'{r.spec.name} (exit code {r.process.poll()})' for r in nodes
+                if r.process.poll() != 0]
+
     def watch(self, timeout_s: float | None = None) -> int:
         """Block until Ctrl-C, QUIT (all ROS nodes done), a process dying or ``timeout_s``;
         return a status."""
@@ -185,6 +207,11 @@ class Launcher:
             if self.ros_nodes_finished():
                 print('[phil] every node exited after QUIT', flush=True)
                 return 0
+            died = self._died_before_quit()
+            if died:
+                print(f'[phil] every node has exited; {", ".join(died)} had died before',
+                      file=sys.stderr, flush=True)
+                return 1
             nodes = [r for r in self._running if r.spec.ros_node]
             if first_exit_s is None and any(r.process.poll() == 0 for r in nodes):
                 first_exit_s = time.monotonic()
@@ -240,7 +267,7 @@ class Launcher:
             if code not in (0, -signal.SIGINT) and not interrupted:
                 print(f'[phil] {running.spec.name} exited with code {code}', file=sys.stderr,
                       flush=True)
-                worst = worst or code
+                worst = 1  # a signal's negative code would become 256 - N as our own status
         return worst
 
 
@@ -253,6 +280,12 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
                         help='run folder for process output and CSV logs')
     parser.add_argument('--tcp-port', type=int, default=1951, help='TCP port for the brain')
     parser.add_argument('--tcp-address', default='127.0.0.1', help='TCP address to bind')
+    parser.add_argument('--network', action='store_true',
+                        help='DDS on every network interface instead of loopback only: '
+                             'anyone on the network can join the graph (secure it with '
+                             'SROS2, see the README)')
+    parser.add_argument('--play-list', metavar='YAML', type=Path, default=None,
+                        help="the score player's play list instead of the workspace's scores")
     parser.add_argument('--sim-channel-base', metavar='GROUP', default='',
                         help='simulated CAN buses on GROUP+0..3 (ff11:: only) instead of the '
                              "URDF's, so several graphs can run on one machine")
@@ -278,10 +311,28 @@ def main(argv: list[str] | None = None) -> int:
     if args.sim_dxl_port:
         overrides['hardware']['dxl_port'] = args.sim_dxl_port
         overrides['device_simulator']['dxl-port'] = args.sim_dxl_port
+    if args.play_list is not None:
+        overrides['score_player'] = {'play_list': str(args.play_list.resolve())}
+    # The nodes of this graph share one key, fresh for every start (or the one the user set to
+    # run further nodes by hand): it tells the graph's own messages from foreign ones.
+    os.environ.setdefault(GRAPH_KEY_ENV, GraphKey.generate())
+    # Every process inherits the DDS transports: loopback only unless --network.
+    dds = dds_scope(os.environ, str(config_path(LOOPBACK_PROFILE)), args.network)
+    dds.apply(os.environ)
+    missing = [f'{name}={os.environ[name]}' for name in PROFILE_VARIABLES
+               if os.environ.get(name) and not Path(os.environ[name]).is_file()]
+    if missing:
+        # Fast DDS would ignore it and fall back to its built-in transports: every interface.
+        print(f'[phil] DDS profile file not found: {", ".join(missing)} (the loopback one: run '
+              f'tools/setup.sh); not starting a graph that could be reachable from the network',
+              file=sys.stderr)
+        return 1
     launcher = Launcher(nodes_for(sim), sim, args.log_dir, overrides)
     print(f'[phil] robot: {"simulated" if sim else "REAL"}; ROS_DOMAIN_ID='
           f'{os.environ.get("ROS_DOMAIN_ID", "0")}; brain TCP {args.tcp_address}:'
-          f'{args.tcp_port}; logs: {args.log_dir or "console"}', flush=True)
+          f'{args.tcp_port}; {dds.summary}; logs: {args.log_dir or "console"}', flush=True)
+    if dds.warning:
+        print(f'[phil] {dds.warning}', file=sys.stderr, flush=True)
     signal.signal(signal.SIGTERM, _terminate)
     # A shell starting us in the background leaves SIGINT ignored, which would make Ctrl-C
     # forwarding (and the nodes' own SIGINT) dead: always take it.

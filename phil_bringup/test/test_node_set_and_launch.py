@@ -16,7 +16,8 @@ from workspace import ROOT
 from phil_bringup.core.node_set import NODE_SET, nodes_for
 
 LAUNCH_FILE = ROOT / 'phil_bringup' / 'launch' / 'robot.launch.py'
-COMMAND_PATH = ('tcp_bridge', 'behavior_planner', 'trajectory_generator', 'hardware')
+COMMAND_PATH = ('tcp_bridge', 'behavior_planner', 'trajectory_generator', 'score_player',
+                'hardware')
 
 
 def installed_prefix(package: str) -> Path:
@@ -33,8 +34,19 @@ def test_launch_file_is_valid_python_built_from_the_node_set():
     functions = {node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
     assert 'generate_launch_description' in functions
     arguments = {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant)}
-    assert {'sim', 'rviz', 'tcp_address', 'tcp_port', 'log_dir', 'rt_priority'} <= arguments
+    assert {'sim', 'rviz', 'tcp_address', 'tcp_port', 'log_dir', 'rt_priority',
+            'network'} <= arguments
     assert 'sched_prefix' in imported  # every process with its declared scheduling
+    # DDS on loopback by the launcher's rules, set before any process starts; SROS2 enclaves.
+    assert {'dds_scope', 'SetEnvironmentVariable', 'UnsetEnvironmentVariable',
+            'enclave_of'} <= imported
+    assert 'dds_setup' in functions
+    generate = next(node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)
+                    and node.name == 'generate_launch_description')
+    first_line = {name: min(node.lineno for node in ast.walk(generate)
+                            if isinstance(node, ast.Name) and node.id == name)
+                  for name in ('dds_setup', 'Node')}
+    assert first_line['dds_setup'] < first_line['Node'], 'a node would start before the DDS set-up'
 
 
 def test_every_node_of_the_set_is_an_installed_executable():
@@ -90,8 +102,12 @@ def test_the_command_path_runs_real_time_below_the_bus_loop():
         # The bus loop's 1 ms tick preempts every command-path process.
         assert parameters['hardware']['ros__parameters']['sched_priority'] > \
             COMMAND_PATH_RT_PRIORITY, file_name
-    # The simulated drives run ahead of ordinary processes, never ahead of a command.
-    assert 0 < by_name['device_simulator'].rt_priority < COMMAND_PATH_RT_PRIORITY
+    # The simulated drives stand for hardware that never waits for software: ahead of the
+    # command path, behind the bus loop they answer.
+    sim_file = ROOT / 'phil_bringup' / 'config' / 'hardware_sim.yaml'
+    bus_loop = yaml.safe_load(sim_file.read_text())['hardware']['ros__parameters'][
+        'sched_priority']
+    assert COMMAND_PATH_RT_PRIORITY < by_name['device_simulator'].rt_priority < bus_loop
     assert sched_prefix(by_name['description_publisher']) == []
 
 

@@ -12,6 +12,8 @@ Prints one JSON object per line:
   `velocity_guarded_windows` counts windows played slower than asked to stay within the URDF
   velocity limits (their hits are still compared with their actual commanded times).
 
+Every score of `scores/play_list.yaml` is played by its play id.
+
 Usage: `python phil_control/bench/bench_play.py [--speeds 1.0 1.5]`.
 """
 
@@ -37,8 +39,8 @@ from phil_control.core.play import (
     sample_hermite,
     timing_stats,
 )
-from phil_control.core.play.timeline import PlaySource, Timeline, first_drums
-from phil_control.core.score import load_score
+from phil_control.core.play.timeline import Timeline, resolve_source
+from phil_control.core.score import PlayList, load_play_list
 from phil_description.core import default_robot_model
 
 SCORES = Path(__file__).resolve().parents[2] / 'scores'
@@ -52,12 +54,11 @@ def emit(record: dict) -> None:
     print(json.dumps(record), flush=True)
 
 
-def bench_generation(robot: PlayRobot, path: Path) -> None:
-    score = load_score(path)
-    right, left = first_drums(score.events)
-    timeline = Timeline(PlaySource(str(path), path, score, '', right, left))
+def bench_generation(robot: PlayRobot, play_list: PlayList, play_id: str) -> None:
+    source = resolve_source(play_id, play_list)
+    timeline = Timeline(source)
     chooser = WaistChooser(robot)
-    _, state = reset_pose(robot, right, left, chooser)
+    _, state = reset_pose(robot, source.init_note_right, source.init_note_left, chooser)
     per_bar = defaultdict(float)
     durations = defaultdict(float)
     order = []
@@ -75,7 +76,7 @@ def bench_generation(robot: PlayRobot, path: Path) -> None:
     emit(
         {
             'bench': 'play_bar_generation',
-            'score': path.relative_to(SCORES).as_posix(),
+            'score': play_id,
             'bars': len(played),
             'bar_duration_s': round(statistics.median(durations[bar] for bar in played), 4),
             'first_bar_ms': round(bar_ms[0], 3),
@@ -88,11 +89,12 @@ def bench_generation(robot: PlayRobot, path: Path) -> None:
     )
 
 
-def bench_timing(robot: PlayRobot, model, path: Path, speed: float) -> None:
-    session = PlaySession(robot)
+def bench_timing(robot: PlayRobot, model, play_list: PlayList, play_id: str,
+                 speed: float) -> None:
+    session = PlaySession(robot, play_list)
     now = 0.0
     chunks = session.start(
-        str(path), now_s=now, current_positions_rad=robot.ready_rad, speed=speed
+        play_id, now_s=now, current_positions_rad=robot.ready_rad, speed=speed
     )
     while not session.finished(now):
         now += 0.05
@@ -128,7 +130,7 @@ def bench_timing(robot: PlayRobot, model, path: Path, speed: float) -> None:
     emit(
         {
             'bench': 'play_hit_timing',
-            'score': path.relative_to(SCORES).as_posix(),
+            'score': play_id,
             'speed': speed,
             'sample_period_ms': 1e3 * SAMPLE_PERIOD_S,
             'hits': stats.hits,
@@ -148,12 +150,12 @@ def main() -> None:
     args = parser.parse_args()
     model = default_robot_model()
     robot = PlayRobot.from_model(model)
-    paths = sorted(SCORES.glob('*/*.txt'))
-    for path in paths:
-        bench_generation(robot, path)
-    for path in paths:
+    play_list = load_play_list(SCORES / 'play_list.yaml')
+    for play_id in play_list:
+        bench_generation(robot, play_list, play_id)
+    for play_id in play_list:
         for speed in args.speeds:
-            bench_timing(robot, model, path, speed)
+            bench_timing(robot, model, play_list, play_id, speed)
 
 
 if __name__ == '__main__':

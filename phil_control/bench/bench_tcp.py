@@ -8,8 +8,15 @@ Prints one JSON object per line:
   sending a request and waiting for the reply each time.
 * `tcp_get_status_rtt_busy`: the same while four other clients (another process) flood the
   server with commands as fast as it reads them.
+* `tcp_get_status_rtt_flood`: the same while one other client (another process, acknowledged
+  mode) pipelines 1000 commands in one write, reads its 1000 replies and starts again; with
+  p50/p99 ratios against the same round trip without the flood, measured just before in the
+  same run (`baseline_*`), and the flood's own pace (`flood_lines_per_s`). Measured for two
+  handlers: `machine` (the state machine, as above) and `planner` (each command handed to one
+  other thread that spends `--planner-cpu-us` of Python time on it and answers, as tcp_bridge's
+  ROS executor does: the work that competes with the server for the interpreter lock).
 
-Usage: `python phil_control/bench/bench_tcp.py [--lines N] [--round-trips N]`.
+Usage: `python phil_control/bench/bench_tcp.py [--lines N] [--round-trips N] [--planner-cpu-us N]`.
 """
 
 from __future__ import annotations
@@ -17,15 +24,17 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import queue
 import socket
 import statistics
 import subprocess
 import sys
+import threading
 import time
 
 from phil_control.core.behavior import BehaviorConfig, StateMachine
 from phil_control.core.protocol import ProtocolVocabulary, parse_line
-from phil_control.tcp import MachineCommandHandler, TcpServer, TcpServerConfig
+from phil_control.tcp import HandlerReply, MachineCommandHandler, TcpServer, TcpServerConfig
 from phil_description.core import default_robot_model
 
 MIX = ['START', 'READY', 'PLAY|BF', 'GESTURE|wave', 'HIT|closed hihat', 'LOOK|-30.0000|10.0000',
@@ -49,11 +58,12 @@ def bench_parse(vocabulary: ProtocolVocabulary, count: int) -> None:
           'lines_per_s': round(count / elapsed), 'us_per_line': round(1e6 * elapsed / count, 3)})
 
 
-def round_trips(address: tuple[str, int], count: int) -> list[float]:
+def round_trips(address: tuple[str, int], count: int, limit_s: float = 30.0) -> list[float]:
+    deadline = time.monotonic() + limit_s
     with socket.create_connection(address, timeout=10.0) as client:
         client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         samples = []
-        for _ in range(count):
+        while len(samples) < count and time.monotonic() < deadline:
             start = time.perf_counter()
             client.sendall(b'GET_STATUS\n')
             reply = b''
@@ -102,10 +112,102 @@ for thread in threads:
 """
 
 
+# One client in acknowledged mode pipelining `count` commands in one write, reading its replies,
+# again and again until its standard input closes (or 60 s); then it prints its pace as JSON.
+PIPELINER = """
+import json, select, socket, sys, time
+address, count = (sys.argv[1], int(sys.argv[2])), int(sys.argv[3])
+mix = [b'HIT|snare\\n', b'LOOK|0|0\\n', b'MOVE|hip|1\\n', b'GESTURE|wave\\n']
+burst = b''.join(mix[index % len(mix)] for index in range(count))
+deadline = time.monotonic() + 60
+floods, started = 0, time.monotonic()
+with socket.create_connection(address, timeout=30) as sock:
+    sock.sendall(b'PROTOCOL|2\\n')
+    pending = 1
+    while time.monotonic() < deadline:
+        if floods and select.select([sys.stdin], [], [], 0)[0]:
+            break
+        sock.sendall(burst)
+        pending += count
+        if floods == 0:
+            print('flooding', flush=True)
+        while pending:
+            data = sock.recv(65536)
+            if not data:
+                raise SystemExit('server closed the connection')
+            pending -= data.count(b'\\n')
+        floods += 1
+elapsed = time.monotonic() - started
+print(json.dumps({'floods': floods, 'lines_per_s': round(floods * count / elapsed)}), flush=True)
+"""
+
+
+class PlannerLikeHandler:
+    """Hands each command to one thread that spends `cpu_s` of Python time on it, then answers
+    with `inner`'s reply (tcp_bridge's ROS executor, reduced to its interpreter-lock load)."""
+
+    def __init__(self, inner: MachineCommandHandler, cpu_s: float) -> None:
+        self._inner = inner
+        self._cpu_s = cpu_s
+        self._requests: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while (request := self._requests.get()) is not None:
+            command, client_id, answer, done = request
+            end = time.perf_counter() + self._cpu_s
+            while time.perf_counter() < end:
+                pass
+            answer.append(self._inner.handle(command, client_id))
+            done.set()
+
+    def handle(self, command, client_id: int) -> HandlerReply:
+        answer: list[HandlerReply] = []
+        done = threading.Event()
+        self._requests.put((command, client_id, answer, done))
+        return answer[0] if done.wait(10.0) else HandlerReply(False, 'no answer')
+
+    def status_line(self) -> str:
+        return self._inner.status_line()
+
+    def close(self) -> None:
+        self._requests.put(None)
+        self._thread.join(10.0)
+
+
+def bench_flood(name: str, handler, vocabulary: ProtocolVocabulary, count: int,
+                flood_lines: int) -> None:
+    """GET_STATUS round trips without, then with, another client pipelining commands."""
+    with TcpServer(handler, vocabulary, TcpServerConfig(port=0)) as server:
+        baseline = summary('baseline', round_trips(server.address, count))
+        host, port = server.address
+        flooder = subprocess.Popen([sys.executable, '-c', PIPELINER, host, str(port),
+                                    str(flood_lines)], stdin=subprocess.PIPE,
+                                   stdout=subprocess.PIPE, text=True)
+        try:
+            if flooder.stdout.readline().strip() != 'flooding':
+                raise RuntimeError('the flooding client did not start')
+            flooded = summary('tcp_get_status_rtt_flood', round_trips(server.address, count))
+            flooder.stdin.close()
+            pace = json.loads(flooder.stdout.readline() or '{}')
+        finally:
+            if flooder.poll() is None:
+                flooder.kill()
+            flooder.wait(10.0)
+    emit({**flooded, 'handler': name, 'flood_lines': flood_lines,
+          'floods': pace.get('floods'), 'flood_lines_per_s': pace.get('lines_per_s'),
+          'baseline_median_us': baseline['median_us'], 'baseline_p99_us': baseline['p99_us'],
+          'p50_ratio': round(flooded['median_us'] / baseline['median_us'], 2),
+          'p99_ratio': round(flooded['p99_us'] / baseline['p99_us'], 2)})
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--lines', type=int, default=200_000)
     parser.add_argument('--round-trips', type=int, default=1000)
+    parser.add_argument('--flood-lines', type=int, default=1000)
+    parser.add_argument('--planner-cpu-us', type=float, default=300.0)
     args = parser.parse_args()
 
     model = default_robot_model()
@@ -128,6 +230,14 @@ def main() -> None:
         finally:
             flooder.kill()
             flooder.wait(10.0)
+
+    bench_flood('machine', handler, vocabulary, args.round_trips, args.flood_lines)
+    planner = PlannerLikeHandler(handler, args.planner_cpu_us * 1e-6)
+    try:
+        bench_flood('planner', planner, vocabulary, args.round_trips, args.flood_lines)
+    finally:
+        planner.close()
+
 
 if __name__ == '__main__':
     main()

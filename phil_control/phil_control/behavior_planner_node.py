@@ -5,7 +5,16 @@ Services: /phil/start, /phil/ready, /phil/quit, /phil/pause, /phil/resume, /phil
 /phil/estop, /phil/reset (Trigger), /phil/speed (SetSpeed), /phil/command (Command: one line of
 the brain's protocol, decided exactly as the TCP bridge's lines are).
 Publishes /phil/status (RobotStatus, transient local) on every change and at ``status_rate_hz``;
-publishes /phil/shutdown (std_msgs/Empty) when QUIT has finished, which ends every node.
+publishes /phil/shutdown (phil_msgs/GraphShutdown, signed) when QUIT has finished, which ends
+every node.
+
+The hardware's latch is the truth: FAULT and ESTOP follow /hardware/status, and RESET is asked
+of the hardware, which grants it once the cause is gone. ESTOP from any route reaches the bus
+loop at once (``GraphLinks.estop_now``). The planner watches the heartbeats of ``watched_nodes``
+(the launcher passes every other node of the graph): the status names the ones that are down,
+a motion that needs a node of the motion path that is down is refused with the reason, the
+goals running on it end, and a silent hardware node latches FAULT here (it cannot report it
+itself). At most ``MAX_QUEUED_MOTIONS`` motions wait or run; one more is refused (queue full).
 
 Every command, from any route, goes through one StateMachine under one lock. A goal whose
 command is rejected is accepted and aborted at once with the reason in its result (a rejected
@@ -39,10 +48,20 @@ from phil_control.core.protocol import (
     validate_command,
 )
 from phil_control.core.protocol import commands as cmd
-from phil_control.planner_links import Completion, GoalOptions, GraphLinks
+from phil_control.planner_links import (
+    HARDWARE_NODE,
+    MAX_QUEUED_MOTIONS,
+    MOTION_PATH,
+    Completion,
+    GoalOptions,
+    GraphLinks,
+)
 from phil_control.ros_conversions import measured_positions
-from phil_control.tcp.handler import MachineCommandHandler
+from phil_control.tcp.handler import HandlerReply, MachineCommandHandler
 from phil_description.core import default_robot_model
+from phil_description.core.graph_key import GraphKey
+from phil_description.core.liveness import NodeDown
+from phil_description.heartbeats import DEFAULT_LIVENESS_TIMEOUT_S, Liveness
 from phil_description.node_runner import (
     GRAPH_SHUTDOWN_DELIVERY_TIMEOUT_S,
     GraphShutdownSender,
@@ -70,6 +89,10 @@ class BehaviorPlanner(Node):
         rate_hz = float(self.declare_parameter('status_rate_hz', 10.0).value)
         if not 0.5 <= rate_hz <= 100.0:
             raise ValueError(f'parameter status_rate_hz = {rate_hz} must be in 0.5..100')
+        watched = [name for name in self.declare_parameter('watched_nodes', ['']).value if name]
+        liveness_timeout_s = float(self.declare_parameter(
+            'liveness_timeout_s', DEFAULT_LIVENESS_TIMEOUT_S).value)
+        key = GraphKey.from_environment()
         self._model = default_robot_model()
         self._names = self._model.joint_names
         self._vocabulary = ProtocolVocabulary.from_robot_model(
@@ -88,13 +111,17 @@ class BehaviorPlanner(Node):
         # Running goals' wakers by goal id: a cancel request completes its goal's.
         self._goal_wakers: dict[bytes, object] = {}
         group = ReentrantCallbackGroup()
+        self._joint_trajectory_permitted = False
+        self._hardware_down = False   # FAULT latched here: the hardware node went down
         self._status_pub = self.create_publisher(RobotStatus, '/phil/status', LATCHED)
-        self._graph_shutdown = GraphShutdownSender(self)
+        self._graph_shutdown = GraphShutdownSender(self, key)
+        self._watch = Liveness(self, watched, liveness_timeout_s, on_down=self._node_down,
+                               on_back=self._node_back)
         self._links = GraphLinks(self, self._names, self._model.poses, {
             'motion_finished': partial(self._event, 'motion_finished'),
             'start_completed': partial(self._event, 'start_completed'),
             'play_ended': self._play_ended, 'failed': self._failed,
-            'shutdown': self._shutdown})
+            'shutdown': self._shutdown}, key, self._down_reason)
         for name, command_type in TRIGGER_COMMANDS.items():
             self.create_service(Trigger, f'/phil/{name}', partial(self._on_trigger, command_type),
                                 callback_group=group)
@@ -121,11 +148,17 @@ class BehaviorPlanner(Node):
                 options: GoalOptions | None = None):
         """Run one valid command through the machine; its actions go to the worker."""
         with self._lock:
-            self._goal_context = (completion, options or GoalOptions())
-            try:
-                reply = self._handler.handle(command, client_id=0)
-            finally:
-                self._goal_context = (None, GoalOptions())
+            refusal = self._motion_refusal(command)
+            if refusal:
+                reply = HandlerReply(False, refusal)
+                if completion is not None:
+                    completion.finish(False, refusal)
+            else:
+                self._goal_context = (completion, options or GoalOptions())
+                try:
+                    reply = self._handler.handle(command, client_id=0)
+                finally:
+                    self._goal_context = (None, GoalOptions())
             state = self._machine.state.value
         name = type(command).__name__
         if reply.accepted:
@@ -134,6 +167,23 @@ class BehaviorPlanner(Node):
             self.get_logger().info(f'{name} rejected: {reply.reason}')
         self._publish_status()
         return reply
+
+    def _motion_refusal(self, command) -> str:
+        """Why a motion the state machine would accept cannot be carried out now ('' if it
+        can): a node of the motion path is down, or the motion queue is full."""
+        if not isinstance(command, cmd.MOTION_COMMANDS) or \
+                self._machine.state is not RobotState.IDLE:
+            return ''
+        op = command.opcode.value
+        for node in MOTION_PATH:
+            reason = self._down_reason(node)
+            if reason:
+                return f'{op} rejected: {reason}'
+        queued = self._links.motions_queued
+        if queued >= MAX_QUEUED_MOTIONS:
+            return (f'{op} rejected: motion queue full ({queued} motions queued or running, '
+                    f'at most {MAX_QUEUED_MOTIONS}); send it once one has finished')
+        return ''
 
     def _execute(self, decision) -> None:
         """MachineCommandHandler's callback (lock held): queue the accepted actions."""
@@ -289,6 +339,25 @@ class BehaviorPlanner(Node):
         self._event('shutdown_completed')
         self._graph_shutdown.send()
 
+    # ------------------------------------------------------------------ liveness
+    def _down_reason(self, node: str) -> str:
+        """Why ``node`` is down ('' while it runs or is not watched)."""
+        return next((down.reason for down in self._watch.down() if down.node == node), '')
+
+    def _node_down(self, down: NodeDown) -> None:
+        self.get_logger().error(down.reason)
+        self._links.node_down(down.node, down.reason)
+        if down.node == HARDWARE_NODE:  # it cannot latch or report anything any more
+            self._hardware_down = True
+            self._links.drop_deferred(down.reason)
+            self._event('hardware_fault', down.reason)
+        self._publish_status()
+
+    def _node_back(self, node: str) -> None:
+        # The hardware's next status says whether it latched meanwhile (_on_hardware).
+        self.get_logger().warning(f'{node.lstrip("/")} sends heartbeats again')
+        self._publish_status()
+
     # ------------------------------------------------------------------ inputs
     def _on_motor_states(self, msg: MotorStates) -> None:
         unknown = [math.nan] * len(self._names)
@@ -310,7 +379,9 @@ class BehaviorPlanner(Node):
             fault = msg.faults[0]
             self._links.drop_deferred(f'hardware fault: {fault.reason}')
             self._event('hardware_fault', f'{fault.joint or "hardware"}: {fault.reason}')
-        elif latched and not msg.faults and not msg.estop and (before.faults or before.estop):
+        elif latched and not msg.faults and not msg.estop and (
+                before.faults or before.estop or self._hardware_down):
+            self._hardware_down = False   # back, and nothing latched there
             self._event('hardware_cleared', msg.lifecycle_state == 'active')
 
     # ------------------------------------------------------------------ status
@@ -318,6 +389,10 @@ class BehaviorPlanner(Node):
         with self._lock:
             snapshot = self._machine.snapshot()
             rejection = self._machine.last_rejection
+            idle = snapshot.state is RobotState.IDLE
+            if idle != self._joint_trajectory_permitted:  # in order, under the lock
+                self._joint_trajectory_permitted = idle
+                self._links.permit_joint_trajectory(idle)
         status = RobotStatus(state=snapshot.state.value, speed=snapshot.speed,
                              realtime=self._hardware.realtime)
         status.header.stamp = self.get_clock().now().to_msg()
@@ -336,6 +411,7 @@ class BehaviorPlanner(Node):
         if snapshot.fault_reason and not status.faults:
             status.faults = [Fault(code=Fault.CODE_UNKNOWN, reason=snapshot.fault_reason)]
         status.last_rejection = rejection.reason if rejection is not None else ''
+        status.unresponsive_nodes = [down.node.lstrip('/') for down in self._watch.down()]
         self._status_pub.publish(status)
 
     def on_graph_shutdown(self) -> None:

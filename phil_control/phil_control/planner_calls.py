@@ -1,6 +1,7 @@
 """Blocking calls of the behavior planner's worker thread: a future with a timeout, a service
 call, a retried request, and the hardware node's lifecycle (activate at START, shut down at
-QUIT). Never call these from a ROS callback."""
+QUIT) and RESET, asked for with requests signed with the graph key (the hardware refuses them
+from anyone else). Never call these from a ROS callback."""
 
 from __future__ import annotations
 
@@ -9,9 +10,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from lifecycle_msgs.msg import State, Transition
-from lifecycle_msgs.srv import ChangeState, GetState
+from lifecycle_msgs.msg import State
+from lifecycle_msgs.srv import GetState
 from rclpy.node import Node
+
+from phil_description.core.graph_key import GraphKey
+from phil_description.graph_safety import signed_request
+from phil_msgs.srv import HardwareRequest
 
 STEP_TIMEOUT_S = 10.0
 ACTIVATE_TIMEOUT_S = 60.0
@@ -51,42 +56,51 @@ def retry(attempt: Callable[[], Any], what: str) -> Any:
 
 
 class HardwareLifecycle:
-    """Clients of the hardware node's lifecycle services."""
+    """The hardware node's lifecycle state (rclpy's get_state) and its signed requests."""
 
-    def __init__(self, node: Node, group) -> None:
-        self._change = node.create_client(ChangeState, '/hardware/change_state',
-                                          callback_group=group)
+    def __init__(self, node: Node, group, key: GraphKey) -> None:
+        self._key = key
+        self._request = node.create_client(HardwareRequest, '/hardware/request',
+                                           callback_group=group)
         self._get = node.create_client(GetState, '/hardware/get_state', callback_group=group)
 
     def activate(self) -> None:
-        """Configure (if needed) and activate; RuntimeError naming a refused transition."""
+        """Configure (if needed) and activate; RuntimeError with the hardware's reason."""
         state = self._primary_state()
-        steps = {State.PRIMARY_STATE_UNCONFIGURED: (Transition.TRANSITION_CONFIGURE,
-                                                    Transition.TRANSITION_ACTIVATE),
-                 State.PRIMARY_STATE_INACTIVE: (Transition.TRANSITION_ACTIVATE,),
+        steps = {State.PRIMARY_STATE_UNCONFIGURED: ('configure', 'activate'),
+                 State.PRIMARY_STATE_INACTIVE: ('activate',),
                  State.PRIMARY_STATE_ACTIVE: ()}
         if state not in steps:
             raise RuntimeError(f'hardware lifecycle state {state} cannot be activated (see '
                                '/hardware/status)')
-        for transition in steps[state]:
-            if not self._transition(transition).success:
-                raise RuntimeError(f'hardware refused lifecycle transition {transition} '
-                                   '(see /hardware/status for the reason)')
+        for step in steps[state]:
+            response = self.request(step, ACTIVATE_TIMEOUT_S)
+            if not response.accepted:
+                raise RuntimeError(f'hardware {step}: {response.reason}')
 
     def shut_down(self) -> None:
         """Deactivate and clean up whatever is up; nothing when the node is gone."""
         if not self._get.wait_for_service(timeout_sec=2.0):
             return
-        transitions = {State.PRIMARY_STATE_ACTIVE: (Transition.TRANSITION_DEACTIVATE,
-                                                    Transition.TRANSITION_CLEANUP),
-                       State.PRIMARY_STATE_INACTIVE: (Transition.TRANSITION_CLEANUP,)}
-        for transition in transitions.get(self._primary_state(), ()):
-            self._transition(transition)
+        steps = {State.PRIMARY_STATE_ACTIVE: ('deactivate', 'cleanup'),
+                 State.PRIMARY_STATE_INACTIVE: ('cleanup',)}
+        for step in steps.get(self._primary_state(), ()):
+            self.request(step, ACTIVATE_TIMEOUT_S)
 
-    def _transition(self, transition: int):
-        request = ChangeState.Request()
-        request.transition.id = transition
-        return call_service(self._change, request, ACTIVATE_TIMEOUT_S)
+    def request(self, name: str, timeout_s: float = STEP_TIMEOUT_S):
+        """One signed request (``HardwareRequest.REQUEST_*``); the response. Signed once the
+        service is there: the stamp must be fresh when it arrives."""
+        if not self._request.wait_for_service(timeout_sec=STEP_TIMEOUT_S):
+            raise RuntimeError(f'service {self._request.srv_name} is not available')
+        request = signed_request(self._key, HardwareRequest.Request(request=name))
+        return wait_for(self._request.call_async(request), self._request.srv_name, timeout_s)
+
+    def request_async(self, name: str):
+        """A signed request that nobody waits for (the future; None while no server)."""
+        if not self._request.service_is_ready():
+            return None
+        return self._request.call_async(signed_request(
+            self._key, HardwareRequest.Request(request=name)))
 
     def _query_state(self):
         return call_service(self._get, GetState.Request(), STEP_TIMEOUT_S, RETRY_ATTEMPT_S)

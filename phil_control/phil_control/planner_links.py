@@ -8,6 +8,16 @@ generator in order), never for a motion to end: completions arrive later through
 A motion decided while the worker has nothing to do leaves from the deciding callback itself
 (sending a goal does not wait) and only its acceptance is awaited on the worker: the hand-over
 to the worker thread cost up to 3 ms of the command latency.
+
+ESTOP never waits for the worker: it is carried out in the deciding callback, through the ESTOP
+word (the bus loop latches from it within a tick, whatever else runs or hangs) and a
+/hardware/estop call nobody waits for. A step that needs a node the planner's graph watch sees
+down fails at once with the reason instead of waiting for its timeout, and the goals running on
+a node that goes down end with that reason.
+
+Goals carry a goal id signed with the graph key (the trajectory generator and the score player
+take goals from the planner only), and the hardware's lifecycle and RESET go through signed
+requests (``planner_calls.HardwareLifecycle``).
 """
 
 from __future__ import annotations
@@ -32,8 +42,23 @@ from phil_control.planner_calls import (
     retry,
     wait_for,
 )
+from phil_description.core.estop_word import estop_word_name, trigger_estop
+from phil_description.core.graph_key import GraphKey
+from phil_description.graph_safety import signed_goal_id
 from phil_msgs.action import Gesture, Hit, Look, Move, Play
 from phil_msgs.srv import SetSpeed, Trigger
+
+HARDWARE_NODE = '/hardware'
+#: The nodes a motion needs, besides the planner.
+MOTION_PATH = (HARDWARE_NODE, '/trajectory_generator', '/score_player')
+#: Motions queued or running at most; one more is refused (a flood of LOOKs would otherwise
+#: queue minutes of motion and keep the command path busy planning them).
+MAX_QUEUED_MOTIONS = 8
+
+
+def serving_node(name: str) -> str:
+    """The node that serves an action or service name ('/score_player/stop' -> '/score_player')."""
+    return '/' + name.strip('/').split('/')[0]
 
 
 @dataclass
@@ -70,7 +95,7 @@ class GoalOptions:
 
 @dataclass(frozen=True)
 class SentGoal:
-    """A goal on its way to an action server, awaiting its acceptance."""
+    """A goal on its way to an action server, awaiting its acceptance and then its result."""
     action_name: str
     future: Any
     play_id: str
@@ -87,16 +112,23 @@ class GraphLinks:
         poses: named poses, rad in joint order.
         events: callbacks into the planner: ``motion_finished()``, ``start_completed()``,
             ``play_ended(result)``, ``failed(reason)``, ``shutdown()``.
+        key: The graph key (goal ids, hardware requests).
+        down_reason: Why a node is down now ('' while it runs): steps that need it fail at
+            once.
     """
 
     def __init__(self, node: Node, joint_names: tuple[str, ...], poses: dict,
-                 events: dict[str, Callable[..., None]]) -> None:
+                 events: dict[str, Callable[..., None]], key: GraphKey,
+                 down_reason: Callable[[str], str] = lambda _node: '') -> None:
         self._node = node
         self._joint_names = joint_names
         self._poses = poses
         self._events = events
+        self._key = key
+        self._down_reason = down_reason
+        self._estop_word = estop_word_name(node.context.get_domain_id(), HARDWARE_NODE)
         group = ReentrantCallbackGroup()
-        self._hardware = HardwareLifecycle(node, group)
+        self._hardware = HardwareLifecycle(node, group, key)
         self._motion = {kind: ActionClient(node, kind, f'/trajectory_generator/{name}',
                                            callback_group=group)
                         for kind, name in ((Look, 'look'), (Gesture, 'gesture'), (Move, 'move'))}
@@ -104,7 +136,7 @@ class GraphLinks:
         self._hit = ActionClient(node, Hit, '/score_player/hit', callback_group=group)
         self._triggers = {name: node.create_client(Trigger, name, callback_group=group) for name in
                           ('/trajectory_generator/halt', '/score_player/pause',
-                           '/score_player/stop', '/hardware/estop', '/hardware/reset')}
+                           '/score_player/stop', '/hardware/estop')}
         self._speed = node.create_client(SetSpeed, '/score_player/speed', callback_group=group)
         self._queue: queue.Queue = queue.Queue()
         # Items queued or running on the worker; a goal leaves at once only when it is 0, so
@@ -115,13 +147,20 @@ class GraphLinks:
         self._count_lock = threading.Lock()
         # A play or HIT waiting for the running motions to end (see _defer_until_motions_end).
         self._after_motions: tuple | None = None
+        # Accepted goals whose result has not come: ended by their result or their node going
+        # down, whichever is first.
+        self._running: dict[int, SentGoal] = {}
         self._worker = threading.Thread(target=self._work, name='planner-actions', daemon=True)
         self._worker.start()
 
     # ------------------------------------------------------------------ queueing
     def submit(self, actions: tuple, completion: Completion | None = None,
                options: GoalOptions | None = None) -> None:
-        """Queue a decision's actions; ``completion`` tracks its (first) motion or play."""
+        """Queue a decision's actions; ``completion`` tracks its (first) motion or play. An
+        ESTOP among them is carried out at once, before anything queued."""
+        if any(isinstance(action, act.EstopHardware) for action in actions):
+            self.estop_now()
+            actions = tuple(a for a in actions if not isinstance(a, act.EstopHardware))
         if not actions:
             if completion is not None:
                 completion.finish(True, '')
@@ -135,6 +174,38 @@ class GraphLinks:
 
     def stop(self) -> None:
         self._queue.put(None)
+
+    @property
+    def motions_queued(self) -> int:
+        """Motion goals running or waiting to be sent (with the queued steps)."""
+        with self._count_lock:
+            return self._motions_in_flight + self._items_pending
+
+    def estop_now(self) -> None:
+        """Latch the hardware's ESTOP now: the ESTOP word, and /hardware/estop (for its
+        reason in the status) without waiting for an answer."""
+        problem = trigger_estop(self._estop_word)
+        if problem:
+            self._node.get_logger().error(f'ESTOP word: {problem}')
+        client = self._triggers['/hardware/estop']
+        if client.service_is_ready():
+            client.call_async(Trigger.Request())
+        self.drop_deferred('emergency stop')
+
+    def permit_joint_trajectory(self, allowed: bool) -> None:
+        """Tell the hardware whether ~/joint_trajectory may be followed (the planner is IDLE);
+        nobody waits for the answer."""
+        name = 'allow_joint_trajectory' if allowed else 'forbid_joint_trajectory'
+        if self._hardware.request_async(name) is None and allowed:
+            self._node.get_logger().warning(f'{name}: /hardware/request is not available')
+
+    def node_down(self, node: str, reason: str) -> None:
+        """End the goals that run on ``node`` with ``reason`` (it will never answer)."""
+        with self._count_lock:
+            ended = [sent for key, sent in self._running.items()
+                     if serving_node(sent.action_name) == node]
+        for sent in ended:
+            self._end(sent, None, False, reason)
 
     def _send_at_once(self, action, completion: Completion | None,
                       options: GoalOptions) -> SentGoal | None:
@@ -211,13 +282,21 @@ class GraphLinks:
             self.drop_deferred()
             self._trigger('/trajectory_generator/halt')
         elif isinstance(action, act.EstopHardware):
-            self.drop_deferred()
-            self._trigger('/hardware/estop')
+            self.estop_now()
         elif isinstance(action, act.ResetHardware):
-            self._trigger('/hardware/reset')
+            self._require(HARDWARE_NODE)
+            response = self._hardware.request('reset')
+            if not response.accepted:
+                self._node.get_logger().warning(f'RESET refused by the hardware: '
+                                                f'{response.reason}')
         elif isinstance(action, act.Shutdown):
-            self._hardware.shut_down()
-            self._events['shutdown']()
+            try:
+                # A hardware node that is down has nothing left to switch off (its bus loop
+                # left the drives safe when it went); the graph ends all the same.
+                if not self._down_reason(HARDWARE_NODE):
+                    self._hardware.shut_down()
+            finally:
+                self._events['shutdown']()
         else:
             raise TypeError(f'unknown action {action!r}')
 
@@ -263,7 +342,14 @@ class GraphLinks:
         if isinstance(action, act.StartPlay | act.ResumePlay):
             self._events['play_ended'](action.play_id, None, False, reason)
 
+    def _require(self, node: str) -> None:
+        """RuntimeError with the reason when ``node`` is down (its calls would time out)."""
+        reason = self._down_reason(node)
+        if reason:
+            raise RuntimeError(reason)
+
     def _trigger(self, name: str) -> None:
+        self._require(serving_node(name))
         response = call_service(self._triggers[name], Trigger.Request())
         if not response.accepted:
             self._node.get_logger().warning(f'{name} refused: {response.reason}')
@@ -294,6 +380,7 @@ class GraphLinks:
 
     def _send_goal(self, client: ActionClient, goal, completion: Completion | None,
                    play: bool) -> None:
+        self._require(serving_node(client._action_name))
         if not client.wait_for_server(timeout_sec=STEP_TIMEOUT_S):
             raise RuntimeError(f'action {client._action_name} is not available')
         self._await_accepted(self._dispatch(client, goal, completion, play))
@@ -309,25 +396,35 @@ class GraphLinks:
             if feedback is not None:
                 feedback(message.feedback)
 
-        future = client.send_goal_async(goal, feedback_callback=on_feedback)
+        future = client.send_goal_async(goal, feedback_callback=on_feedback,
+                                        goal_uuid=signed_goal_id(self._key))
+        sent = SentGoal(client._action_name, future, getattr(goal, 'score', ''), play,
+                        completion)
         with self._count_lock:  # before the goal's result can arrive (_await_accepted)
             self._motions_in_flight += 0 if play else 1
-        return SentGoal(client._action_name, future, getattr(goal, 'score', ''), play,
-                        completion)
+            self._running[id(sent)] = sent
+        return sent
 
     def _await_accepted(self, sent: SentGoal) -> None:
-        handle = wait_for(sent.future, sent.action_name)
+        try:
+            handle = wait_for(sent.future, sent.action_name)
+        except TimeoutError as error:
+            self._end(sent, None, False, str(error))
+            raise  # the worker reports the failed step
         if handle is None or not handle.accepted:
-            self._motion_ended(sent.play_id, sent.play, None, sent.completion, False,
-                               'goal was not accepted')
+            self._end(sent, None, False, 'goal was not accepted')
             return
         handle.get_result_async().add_done_callback(
-            lambda future: self._result(future, sent.play_id, sent.play, sent.completion))
+            lambda future: self._end(sent, future.result().result,
+                                     bool(future.result().result.success),
+                                     future.result().result.reason))
 
-    def _result(self, future, play_id: str, play: bool, completion: Completion | None) -> None:
-        result = future.result().result
-        self._motion_ended(play_id, play, result, completion, bool(result.success),
-                           result.reason)
+    def _end(self, sent: SentGoal, result, success: bool, reason: str) -> None:
+        """A goal's end, once: its result, or its node going down."""
+        with self._count_lock:
+            if self._running.pop(id(sent), None) is None:
+                return
+        self._motion_ended(sent.play_id, sent.play, result, sent.completion, success, reason)
 
     def _motion_ended(self, play_id: str, play: bool, result, completion: Completion | None,
                       success: bool, reason: str) -> None:

@@ -6,7 +6,6 @@ through it, so chunks, hit events and the commanded state are on one clock.
 
 from __future__ import annotations
 
-import csv
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -27,6 +26,7 @@ from phil_control.core.play import (
 )
 from phil_control.core.score import Hand
 from phil_control.ros_conversions import STAMP_CLOCKS, TimeBase, chunk_to_msg
+from phil_description.core.capped_log import CappedCsvLog
 from phil_description.core.paths import installed_share_directory
 from phil_msgs.action import Hit, Play
 from phil_msgs.msg import HitEvent, TimingSummary, TrajectoryChunk
@@ -57,7 +57,7 @@ PARAMETERS = {
     'play_list': (
         '',
         "play list YAML; '' = scores/play_list.yaml installed with phil_control or of the "
-        'source tree (if neither exists: scores by path only)',
+        'source tree (if neither exists: no score can be played)',
     ),
     'audio_dir': ('', "folder of the audio tracks; '' = the folder 'audio' next to the play list"),
     'audio_command': (
@@ -272,7 +272,8 @@ def play_result(
 
 
 class HitLog:
-    """``hits.csv``: one row per commanded hit, flushed after every batch.
+    """``hits.csv``: one row per commanded hit, flushed after every batch; rotated to
+    ``hits.csv.1`` past 20 MB (`CappedCsvLog`).
 
     Columns `HIT_LOG_COLUMNS`: t (robot-clock time the hit was reported, s), play id, bar,
     instrument, hand, velocity, score time (s), commanded instant (robot clock, s). Robot clock
@@ -287,21 +288,18 @@ class HitLog:
     """
 
     def __init__(self, folder: Path) -> None:
-        folder.mkdir(parents=True, exist_ok=True)
-        self.path = folder / 'hits.csv'
-        self._file = self.path.open('w', newline='', encoding='utf-8')
-        self._writer = csv.writer(self._file)
-        self._writer.writerow(HIT_LOG_COLUMNS)
-        self._file.flush()
+        self._log = CappedCsvLog(folder / 'hits.csv', HIT_LOG_COLUMNS)
+        self.path = self._log.path
 
     def write(self, now_ns: int, hits: Sequence[ScheduledHit], timebase: TimeBase,
               to_monotonic_ns: int = 0) -> None:
         """Append the rows of ``hits`` reported at ``now_ns`` (the node's stamp clock, ns);
         ``to_monotonic_ns`` is added to every time to express it on the robot clock."""
         now_ns += to_monotonic_ns
+        rows = []
         for hit in hits:
             commanded_ns = timebase.to_nanoseconds(hit.command_time_s) + to_monotonic_ns
-            self._writer.writerow(
+            rows.append(
                 (
                     f'{now_ns * 1e-9:.6f}',
                     hit.play_id,
@@ -313,8 +311,8 @@ class HitLog:
                     f'{commanded_ns * 1e-9:.6f}',
                 )
             )
-        self._file.flush()
+        self._log.writerows(rows)
 
     def close(self) -> None:
         """Close the file."""
-        self._file.close()
+        self._log.close()

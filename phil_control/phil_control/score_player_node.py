@@ -4,14 +4,18 @@ Actions (phil_msgs): ``~/play`` (Play), ``~/hit`` (Hit). Services: ``~/pause``, 
 (Trigger), ``~/speed`` (SetSpeed): they answer at once (accepted, reason, state / speed in
 effect), the motion follows. Publishes ``trajectory_generator/chunks`` (TrajectoryChunk, 13
 joints, absolute start stamps; the trajectory_generator validates and forwards them) and
-``phil/hits`` (HitEvent, SOURCE_COMMANDED, once each hit's instant has passed); subscribes
+``phil/hits`` (HitEvent, SOURCE_COMMANDED, once each hit's instant is ``HIT_CONFIRM_S`` past,
+see below); subscribes
 ``trajectory_generator/commanded_state`` (the start pose; a play starts no earlier than its stamp)
 and ``trajectory_generator/rejected_chunks`` (a refused chunk aborts the running goal).
 
-Play goals: ``score`` is a play-list id or a score path; ``speed`` 0 means 1.0, else 0.5..2.0;
-``resume`` plays from ``start_bar`` (default: the saved resume point) without audio, as upstream
-RESUME; ``improv`` chains the genre folder. A bad goal (unknown id, missing file, malformed score,
-bad speed, unreachable start pose, busy) is aborted at once with the reason; nothing moves. The
+Play goals: ``score`` is a play-list id (a path is refused and nothing is opened for it);
+``speed`` 0 means 1.0, else 0.5..2.0; ``resume`` plays from ``start_bar`` (default: the saved
+resume point) without audio, as upstream RESUME; ``improv`` chains the folder of the entry's
+score. A bad goal (a path, unknown id, missing file, malformed score or one beyond the score
+limits, bad speed, unreachable start pose, busy) is aborted at once with the reason; nothing
+moves. Any other exception while starting a goal, or in the timer, ends that goal aborted with
+the reason and a log line (its motion goes to ready); the node keeps serving. The
 result comes after DRUM END (counts, timing of the commanded hits, the resume bar after a PAUSE);
 only a play reaching its end succeeds. Cancel = stop. A HIT's motion is queued whole: stop and
 cancel do not shorten it.
@@ -21,7 +25,14 @@ hits, sends feedback and ends the goal. Concurrency and clock follow the traject
 a single-threaded executor, no callback blocks (execute callbacks are coroutines awaiting their
 goal's ``waking_future``); one lock guards the session; stamps are on the ROS clock unless
 ``stamp_clock: monotonic``. Parameters: ``play_conversions.PARAMETERS`` (validated once into
-``PlayerConfig``).
+``PlayerConfig``), ``watched_nodes`` and ``liveness_timeout_s``.
+
+Only what reached the motors counts: when the hardware latches (``hardware/status``: ESTOP or a
+fault, stamped) or a watched node it needs stops sending heartbeats (the hardware node or the
+trajectory generator), the goal ends at once with the reason; hits after that instant are
+never reported (``/phil/hits``, ``hits.csv``), and a play keeps a resume point at the bar of
+the first hit not played. Goals come from the behavior planner only (a goal id signed with the
+graph key); chunks go out signed.
 """
 
 from __future__ import annotations
@@ -52,17 +63,27 @@ from phil_control.core.play import (
     SessionBusyError,
 )
 from phil_control.core.score import SpeedError, load_play_list, normalize_speed
+from phil_control.core.score.limits import quote
 from phil_control.ros_conversions import TimeBase
 from phil_control.trajectory_generator_node import CHUNKS_QOS, LATCHED
 from phil_control.work_timer import WorkTimer
 from phil_description.core import default_robot_model
+from phil_description.core.graph_key import GraphKey
+from phil_description.core.liveness import NodeDown
+from phil_description.graph_safety import sign_message
+from phil_description.heartbeats import DEFAULT_LIVENESS_TIMEOUT_S, Liveness
 from phil_description.node_runner import run_node, waiting_executor
 from phil_description.waking_future import complete, waking_future
 from phil_msgs.action import Hit, Play
-from phil_msgs.msg import HitEvent, RobotStatus, TrajectoryChunk
+from phil_msgs.msg import HardwareStatus, HitEvent, RobotStatus, TrajectoryChunk
 from phil_msgs.srv import SetSpeed, Trigger
 
 HITS_QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
+# The nodes a play's motion goes through after this one: down, nothing more is played.
+_MOTION_NODES = ('/trajectory_generator', '/hardware')
+# A hit is reported once it is this far in the past: by then a latch, or a node of the motion
+# path that died or was stopped, would be known (a check every 0.1 s, the status at once).
+HIT_CONFIRM_S = 0.5
 # Errors of a goal the session refuses before anything moves.
 _GOAL_ERRORS = (SessionBusyError, PlayAborted, OSError, ValueError, LookupError)
 
@@ -115,12 +136,13 @@ class ScorePlayer(Node):
                 for name, (default, description) in convert.PARAMETERS.items()
             }
         )
+        self._key = GraphKey.from_environment()
         self._clock_ns = clock_ns or convert.stamp_clock(self.config.stamp_clock, self.get_clock())
         self._timebase = TimeBase(self._clock_ns())
         self.robot = PlayRobot.from_model(model if model is not None else default_robot_model())
         play_list = self.config.play_list and load_play_list(self.config.play_list)
         if play_list is None:
-            self.get_logger().warning('no play list found: scores can be played by path only')
+            self.get_logger().warning('no play list found: no score can be played, only HITs')
         self.session = PlaySession(self.robot, play_list, self.config.margin_s, self.config.lead_s,
                                    self.config.wrist_torque, self.config.motion_lead_s,
                                    self.config.pedal_lead_s)
@@ -149,6 +171,14 @@ class ScorePlayer(Node):
         )
         self.create_subscription(String, 'trajectory_generator/rejected_chunks',
                                  self._on_rejected, 10, callback_group=io_group)
+        self.create_subscription(HardwareStatus, 'hardware/status', self._on_hardware, LATCHED,
+                                 callback_group=io_group)
+        watched = [name for name in self.declare_parameter('watched_nodes', ['']).value if name]
+        liveness_timeout_s = float(self.declare_parameter(
+            'liveness_timeout_s', DEFAULT_LIVENESS_TIMEOUT_S).value)
+        self._liveness = Liveness(self, watched, liveness_timeout_s,
+                                  on_down=self._on_node_down)
+
         self.create_service(Trigger, '~/pause', self._on_pause, callback_group=io_group)
         self.create_service(Trigger, '~/stop', self._on_stop, callback_group=io_group)
         self.create_service(SetSpeed, '~/speed', self._on_speed, callback_group=io_group)
@@ -195,7 +225,10 @@ class ScorePlayer(Node):
     async def _execute(self, start, result_type, goal_handle):
         """Start the goal, then wait (without blocking the executor) until it is finished."""
         with self._lock:
-            started = self._refusal() or start(goal_handle)
+            try:
+                started = self._refusal(goal_handle) or start(goal_handle)
+            except Exception as error:  # no goal may take the node down
+                started = self._end_on_error(error)
         if isinstance(started, str):
             self.get_logger().warning(f'{result_type.__name__.split("_")[0]} goal: {started}')
             goal_handle.abort()
@@ -209,10 +242,13 @@ class ScorePlayer(Node):
         )()
         return result
 
-    def _refusal(self) -> str:
-        """Why no goal can start now ('' when one can; lock held)."""
+    def _refusal(self, goal_handle) -> str:
+        """Why this goal cannot start now ('' when it can; lock held)."""
         if self._closing:
             return 'score_player is shutting down'
+        if not self._key.owns_goal_id(goal_handle.goal_id.uuid):
+            return ('refused: goals here come only from the behavior planner of this graph '
+                    '(send /phil/play or /phil/hit)')
         if self._goal is not None:
             return f'busy: a {self._goal.kind} is still running; stop it or wait for DRUM END'
         if self._state is None:
@@ -242,7 +278,7 @@ class ScorePlayer(Node):
         elif request.resume and not score:
             return 'resume: no resume point saved; give score and start_bar'
         if not score:
-            return 'no score given: a play-list id or a score file path'
+            return 'no score given: a play-list id'
         try:
             now, positions = self._start_pose()
             chunks = self.session.start(
@@ -291,8 +327,35 @@ class ScorePlayer(Node):
         self.audio.arm(None)
         return goal
 
+    def _end_on_error(self, error: Exception) -> str:
+        """End the goal (or start) an unexpected exception broke; return the reason (lock
+        held). Motion already sent goes to ready; a play never sent is forgotten."""
+        reason = f'internal error: {type(error).__name__}: {quote(str(error))}'
+        goal, self._goal = self._goal, None
+        if goal is None:
+            if not self.session.finished(self._now_s()):
+                self.session.discard()
+            return reason
+        self.audio.stop()
+        try:
+            self._publish(self.session.stop(self._now_s()))
+        except Exception:  # then the robot holds where the sent motion ends
+            self.session.discard()
+        result_type = Play.Result if goal.kind == 'play' else Hit.Result
+        goal.finish('abort', result_type(success=False, reason=reason))
+        return reason
+
     # ------------------------------------------------------------------------------ timer
     def _on_tick(self) -> None:
+        """`_tick`; an exception ends the running goal with the reason, not the node."""
+        try:
+            self._tick()
+        except Exception as error:  # no input may take the node down
+            with self._lock:
+                kind = self._goal.kind if self._goal is not None else 'goal'
+                self.get_logger().error(f'{kind} aborted: {self._end_on_error(error)}')
+
+    def _tick(self) -> None:
         with self._lock:
             goal = self._goal
             if goal is None:
@@ -308,15 +371,7 @@ class ScorePlayer(Node):
                 goal.abort_logged = True
                 self.audio.stop()
                 self.get_logger().error(f'{aborted}; going to ready')
-            due = self.session.due_hits(now)
-            if due:
-                goal.hits.extend(due)
-                for hit in due:
-                    self._hit_pub.publish(convert.hit_event_msg(hit, self._timebase))
-                if self._hit_log is not None:
-                    now_ns = self._clock_ns()
-                    self._hit_log.write(now_ns, due, self._timebase,
-                                        time.monotonic_ns() - now_ns)
+            self._report(goal, self.session.due_hits(now - HIT_CONFIRM_S))
             finished = self.session.finished(now)
             # The last feedback always goes out, so a client's progress ends where the play did
             # even when the timer was starved between bars.
@@ -332,6 +387,7 @@ class ScorePlayer(Node):
 
     def _finish(self, goal: _Goal) -> None:
         """Store the goal's outcome and release its execute callback (lock held)."""
+        self._report(goal, self.session.due_hits(self._now_s()))  # DRUM END is done
         aborted = self.session.aborted
         reason = str(aborted) if aborted is not None else goal.ending
         kind = 'canceled' if goal.cancelling else 'abort' if reason else 'succeed'
@@ -418,6 +474,53 @@ class ScorePlayer(Node):
             result_type = Play.Result if goal.kind == 'play' else Hit.Result
             goal.finish('abort', result_type(success=False, reason=reason))
 
+    def _on_hardware(self, msg: HardwareStatus) -> None:
+        """The hardware latched: nothing after the latch was played."""
+        if not (msg.estop or msg.faults):
+            return
+        stamps = [self._timebase.from_stamp(fault.stamp) for fault in msg.faults
+                  if fault.stamp.sec or fault.stamp.nanosec]
+        reason = msg.faults[0].reason if msg.faults else 'emergency stop'
+        with self._lock:
+            self._motion_stopped(min(stamps, default=self._now_s()),
+                                 f'the hardware latched: {reason}')
+
+    def _on_node_down(self, down: NodeDown) -> None:
+        """A node the motion goes through stopped: nothing after its last heartbeat counts."""
+        if down.node not in _MOTION_NODES:
+            return
+        with self._lock:
+            self._motion_stopped(self._now_s() - down.silent_s, down.reason)
+
+    def _motion_stopped(self, stop_s: float, reason: str) -> None:
+        """End the running goal at ``stop_s`` (session time): report the hits up to it, none
+        after; a play keeps a resume point (lock held)."""
+        goal, self._goal = self._goal, None
+        if goal is None:
+            return
+        self._report(goal, self.session.due_hits(stop_s))
+        result_type = Play.Result if goal.kind == 'play' else Hit.Result
+        result = convert.play_result(goal.hits, self.session.wall_time_at) \
+            if goal.kind == 'play' else result_type()
+        point = self.session.halted(stop_s)
+        if point is not None:
+            result.resume_valid, result.resume_bar = True, point.bar
+        self.audio.stop()
+        result.success, result.reason = False, reason
+        goal.finish('abort', result)
+        self.get_logger().error(f'{goal.kind} ended: {reason}; {len(goal.hits)} hits played')
+
+    def _report(self, goal: _Goal, due: list[ScheduledHit]) -> None:
+        """Publish and log hits whose instant has passed (lock held)."""
+        if not due:
+            return
+        goal.hits.extend(due)
+        for hit in due:
+            self._hit_pub.publish(convert.hit_event_msg(hit, self._timebase))
+        if self._hit_log is not None:
+            now_ns = self._clock_ns()
+            self._hit_log.write(now_ns, due, self._timebase, time.monotonic_ns() - now_ns)
+
     def _on_state(self, msg: JointState) -> None:
         with self._lock:
             self._state = msg
@@ -426,7 +529,7 @@ class ScorePlayer(Node):
     def _publish(self, chunks: list[MotionChunk]) -> None:
         for chunk in chunks:
             msg = convert.chunk_msg(chunk, self.robot.joint_names, self._timebase)
-            self._chunk_pub.publish(msg)
+            self._chunk_pub.publish(sign_message(self._key, msg))
 
     def _now_s(self) -> float:
         return self._timebase.to_seconds(self._clock_ns())

@@ -4,16 +4,24 @@ Each valid line goes to /phil/command (phil_msgs/Command), where the behavior pl
 exactly as the state machine would for any route; the reply (accepted, reason) is what
 acknowledged mode reports. GET_STATUS is answered at once from the latest /phil/status.
 Parameters: ``address`` (127.0.0.1), ``port`` (1951), ``max_line_bytes`` (4096),
-``max_clients`` (16), ``reply_timeout_s`` (2.0), ``log_dir`` ('' = no command log).
+``max_clients`` (16), ``reply_timeout_s`` (2.0), ``idle_timeout_s`` (3600, 0 = never),
+``log_dir`` ('' = no command log).
 
 The TCP server runs on its own thread (asyncio); it calls the handler in a worker thread,
 which waits at most ``reply_timeout_s`` for the planner's answer while the other clients are
 served; ROS callbacks never wait.
+
+ESTOP does not depend on the planner: the moment an ESTOP line arrives the bridge adds to the
+hardware's ESTOP word (``phil_description.core.estop_word``; the bus loop latches from it within
+a tick) and answers ``OK|ESTOP`` for it; the planner is told too, without waiting for its
+answer, and its state follows the hardware's latch. The bridge watches the planner's heartbeat:
+while it is down (dead, stopped, hung) GET_STATUS says ESTOP or FAULT, as the hardware reports
+(``/hardware/status``), instead of the planner's last word, and QUIT ends the graph at once
+(a signed graph shutdown; no shutdown pose, nobody is left to move to it).
 """
 
 from __future__ import annotations
 
-import csv
 import threading
 import time
 from pathlib import Path
@@ -22,29 +30,65 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from phil_control.core.protocol import ProtocolVocabulary, format_command, format_status
-from phil_control.tcp.handler import CommandLogEntry, HandlerReply
+from phil_control.core.protocol import commands as cmd
+from phil_control.planner_links import HARDWARE_NODE
+from phil_control.tcp.command_log import CommandCsvLog
+from phil_control.tcp.handler import HandlerReply
 from phil_control.tcp.server import TcpServer, TcpServerConfig
 from phil_description.core import default_robot_model
-from phil_description.node_runner import run_node
-from phil_msgs.msg import RobotStatus
+from phil_description.core.estop_word import estop_word_name, trigger_estop
+from phil_description.core.graph_key import GraphKey
+from phil_description.heartbeats import DEFAULT_LIVENESS_TIMEOUT_S, Liveness
+from phil_description.node_runner import GraphShutdownSender, run_node
+from phil_msgs.msg import HardwareStatus, RobotStatus
 from phil_msgs.srv import Command
+
+PLANNER_NODE = '/behavior_planner'
 
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                      reliability=ReliabilityPolicy.RELIABLE)
 
 
 class PlannerHandler:
-    """The TCP server's CommandHandler: forwards commands to the behavior planner."""
+    """The TCP server's CommandHandler: forwards commands to the behavior planner; ESTOP goes
+    to the hardware's ESTOP word first."""
 
-    def __init__(self, node: Node, timeout_s: float) -> None:
+    def __init__(self, node: Node, timeout_s: float, liveness_timeout_s: float,
+                 key: GraphKey) -> None:
         self._client = node.create_client(Command, '/phil/command')
         self._timeout_s = timeout_s
         self._status: RobotStatus | None = None
+        self._hardware: HardwareStatus | None = None
+        self._estop_word = estop_word_name(node.context.get_domain_id(), HARDWARE_NODE)
+        self._estop_problem = ''
+        self.liveness = Liveness(node, [PLANNER_NODE], liveness_timeout_s)
+        self.shutdown = GraphShutdownSender(node, key)
+        self.shutdown_sent = False
 
     def set_status(self, status: RobotStatus) -> None:
         self._status = status
 
+    def set_hardware(self, status: HardwareStatus) -> None:
+        self._hardware = status
+
+    def estop_now(self) -> str:
+        """The server's ESTOP fast path: latch the bus loop through the ESTOP word."""
+        self._estop_problem = trigger_estop(self._estop_word)
+        return self._estop_problem
+
     def handle(self, command, client_id: int) -> HandlerReply:
+        planner_down = not self.liveness.alive(PLANNER_NODE)
+        if isinstance(command, cmd.Estop) and not self._estop_problem:
+            # Latched already (estop_now); the planner follows the hardware's status.
+            if self._client.service_is_ready():
+                self._client.call_async(Command.Request(line='ESTOP'))
+            return HandlerReply(True, 'the hardware latched; behavior_planner is not '
+                                      'answering' if planner_down else '')
+        if isinstance(command, cmd.Quit) and planner_down:
+            self.shutdown.send('QUIT while behavior_planner is down')
+            self.shutdown_sent = True
+            return HandlerReply(True, 'behavior_planner is not answering: the graph shuts down '
+                                      'without the shutdown pose')
         # Right after start-up the planner may not be discovered yet: give it a moment.
         if not self._client.wait_for_service(timeout_sec=self._timeout_s):
             return HandlerReply(False, 'behavior_planner is not running')
@@ -62,32 +106,15 @@ class PlannerHandler:
         if status is None:
             return format_status('STANDBY')
         listed = status.state != RobotStatus.STATE_STANDBY
-        return format_status(status.state,
+        state = status.state
+        if not self.liveness.alive(PLANNER_NODE):   # its last word is stale: the hardware's
+            hardware = self._hardware
+            state = RobotStatus.STATE_ESTOP if hardware is not None and hardware.estop \
+                else RobotStatus.STATE_FAULT
+        return format_status(state,
                              list(status.commanded_positions_rad) if listed else None,
                              status.speed, status.resume_play_id if status.resume_valid else None,
                              status.resume_bar)
-
-
-class CommandCsvLog:
-    """`commands.csv`: t, client, opcode, valid|invalid, line, reason (upstream's CMD rows)."""
-
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = path.open('w', newline='')
-        self._writer = csv.writer(self._file)
-        self._writer.writerow(['t', 'client', 'opcode', 'result', 'line', 'reason'])
-        self._lock = threading.Lock()
-
-    def __call__(self, entry: CommandLogEntry) -> None:
-        with self._lock:
-            self._writer.writerow([f'{entry.time_s:.4f}', entry.client_id, entry.opcode,
-                                   'valid' if entry.accepted else 'invalid', entry.line,
-                                   entry.reason])
-            self._file.flush()
-
-    def close(self) -> None:
-        with self._lock:
-            self._file.close()
 
 
 class TcpBridge(Node):
@@ -101,19 +128,26 @@ class TcpBridge(Node):
         max_line = int(self.declare_parameter('max_line_bytes', 4096).value)
         max_clients = int(self.declare_parameter('max_clients', 16).value)
         timeout_s = float(self.declare_parameter('reply_timeout_s', 2.0).value)
+        idle_timeout_s = float(self.declare_parameter('idle_timeout_s', 3600.0).value)
         log_dir = str(self.declare_parameter('log_dir', '').value)
         if not 0 <= port <= 65535 or timeout_s <= 0:
             raise ValueError(f'tcp_bridge: port {port} must be 0..65535 and reply_timeout_s '
                              f'{timeout_s} positive')
-        self._handler = PlannerHandler(self, timeout_s)
+        liveness_timeout_s = float(self.declare_parameter(
+            'liveness_timeout_s', DEFAULT_LIVENESS_TIMEOUT_S).value)
+        self._handler = PlannerHandler(self, timeout_s, liveness_timeout_s,
+                                       GraphKey.from_environment())
         self.create_subscription(RobotStatus, '/phil/status', self._handler.set_status, LATCHED)
+        self.create_subscription(HardwareStatus, '/hardware/status', self._handler.set_hardware,
+                                 LATCHED)
         self._log = CommandCsvLog(Path(log_dir) / 'commands.csv') if log_dir else None
         vocabulary = ProtocolVocabulary.from_robot_model(
             default_robot_model(), look_joints=('head_yaw', 'head_pitch'))
         self._server = TcpServer(self._handler, vocabulary,
                                  TcpServerConfig(host=address, port=port,
                                                  max_line_bytes=max_line,
-                                                 max_clients=max_clients),
+                                                 max_clients=max_clients,
+                                                 idle_timeout_s=idle_timeout_s),
                                  command_log=self._log, clock=time.monotonic)
         host, bound_port = self._server.start()
         self.get_logger().info(f'listening on {host}:{bound_port} (brain protocol; send '
@@ -128,6 +162,9 @@ class TcpBridge(Node):
             self._server.stop()
         if getattr(self, '_log', None) is not None:
             self._log.close()
+        handler = getattr(self, '_handler', None)
+        if handler is not None and handler.shutdown_sent and self.context.ok():
+            handler.shutdown.wait_delivered()   # every node must hold it before we leave
         super().destroy_node()
 
 

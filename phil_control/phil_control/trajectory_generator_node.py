@@ -36,6 +36,15 @@ pose, replaced by the connected motors' measured positions on ``hardware/motor_s
 the first motion is commanded (so the first motion starts where the robot really is, even if
 the arms moved before torque was on).
 
+The hardware latch (``hardware/status`` with ESTOP or a fault): every goal ends with the reason,
+queued chunks are dropped, and the commanded state starts over from the measured pose, as
+above (the hardware holds where the joints are measured, and RESET keeps them there); a halt
+asked meanwhile has nothing to stop.
+
+Only the graph's own command path moves the robot: goals must carry a goal id signed with the
+graph key (the behavior planner's), chunks on ``~/chunks`` its signature (the score player's);
+others are refused with the reason. Outgoing chunks are signed.
+
 Parameters: ``ros_conversions.PARAMETERS`` (validated once into ``GeneratorConfig``; a bad value
 stops start-up), and ``log_dir``: every published chunk point goes to ``<log_dir>/trajectory.csv``
 (``trajectory_log``); '' = no log.
@@ -71,10 +80,13 @@ from phil_control.core.motion import (
 from phil_control.ros_conversions import PARAMETERS, GeneratorConfig
 from phil_control.work_timer import WorkTimer
 from phil_description.core import default_robot_model
+from phil_description.core.graph_key import GraphKey
+from phil_description.graph_safety import sign_message, signed_by
+from phil_description.heartbeats import Liveness
 from phil_description.node_runner import run_node, waiting_executor
 from phil_description.waking_future import complete, waking_future
 from phil_msgs.action import Gesture, Look, Move, Pose
-from phil_msgs.msg import MotorStates, TrajectoryChunk
+from phil_msgs.msg import HardwareStatus, MotorStates, TrajectoryChunk
 from phil_msgs.srv import Trigger
 
 LATCHED = QoSProfile(
@@ -136,6 +148,9 @@ class TrajectoryGenerator(Node):
                 f'got {len(initial)}'
             )
         self._timebase = convert.TimeBase(self._clock_ns())
+        self._key = GraphKey.from_environment()
+        self._latched = ''  # why the hardware is latched ('' while it is not)
+        self._measured = None  # the last measured positions (motor states)
         self._planner = MotionPlanner(
             self.model,
             initial_positions_rad=initial or None,
@@ -178,6 +193,8 @@ class TrajectoryGenerator(Node):
                 MotorStates, 'hardware/motor_states', self._on_motor_states, 10,
                 callback_group=io_group,
             )
+        self.create_subscription(HardwareStatus, 'hardware/status', self._on_hardware,
+                                 LATCHED, callback_group=io_group)
         self.create_service(Trigger, '~/halt', self._on_halt, callback_group=io_group)
         self._servers = [
             ActionServer(
@@ -199,6 +216,7 @@ class TrajectoryGenerator(Node):
         ]
         # The tick runs only while goals or queued chunks need it.
         self._ticks = WorkTimer(self, self.config.publish_period_s, self._on_tick, io_group)
+        self._liveness = Liveness(self)
         self._publish_state()
         self.get_logger().info(
             f'ready: {len(names)} joints, chunks {self.config.chunking.chunk_duration_s} s / '
@@ -238,6 +256,12 @@ class TrajectoryGenerator(Node):
         with self._lock:
             if self._closing:
                 problem = 'trajectory_generator is shutting down'
+            elif not self._key.owns_goal_id(goal_handle.goal_id.uuid):
+                problem = (f'refused: {action.__name__} goals here come only from the '
+                           'behavior planner of this graph (send them to '
+                           f'/phil/{action.__name__.lower()})')
+            elif self._latched:
+                problem = f'the hardware is latched: {self._latched}'
             elif isinstance(request, Rejection):
                 problem = str(request)
             elif len(self._goals) >= self.config.max_active_goals:
@@ -333,13 +357,39 @@ class TrajectoryGenerator(Node):
         """Publish every queued chunk whose start is at most publish_lead_s away (lock held)."""
         horizon = now + self.config.publish_lead_s
         while self._pending and self._pending[0].start_s <= horizon:
-            self._chunk_pub.publish(convert.chunk_to_msg(self._pending.popleft(), self._timebase))
+            self._publish_chunk(self._pending.popleft())
 
     def _flush_pending(self, before_s: float) -> None:
         """Publish queued chunks that start before ``before_s`` now, drop the rest (lock held)."""
         while self._pending and self._pending[0].start_s < before_s:
-            self._chunk_pub.publish(convert.chunk_to_msg(self._pending.popleft(), self._timebase))
+            self._publish_chunk(self._pending.popleft())
         self._pending.clear()
+
+    def _publish_chunk(self, chunk: Chunk) -> None:
+        self._chunk_pub.publish(sign_message(self._key,
+                                             convert.chunk_to_msg(chunk, self._timebase)))
+
+    def _on_hardware(self, msg: HardwareStatus) -> None:
+        """Follow the hardware latch: on it, end every goal, drop queued chunks and start the
+        commanded state over from the measured pose."""
+        reason = ''
+        if msg.estop or msg.faults:
+            reason = msg.faults[0].reason if msg.faults else 'emergency stop'
+        with self._lock:
+            latched_now = reason and not self._latched
+            self._latched = reason
+            if not latched_now:
+                return
+            now = self._now_s()
+            for goal in list(self._goals):
+                self._resolve(goal, 'abort', f'the hardware latched: {reason}')
+            self._pending.clear()
+            positions, _ = self._planner.sample(now)
+            self._planner.forget(self._measured if self._measured is not None else positions[0],
+                                 now)
+            self._publish_state()
+        self.get_logger().warning(f'hardware latched ({reason}): goals ended, queued motion '
+                                  'dropped; the commanded state follows the measured pose')
 
     def _halt(self, now: float) -> tuple[float, float]:
         """Stop from the commanded sample publish_lead_s ahead (lock held): (halt, rest) times."""
@@ -366,6 +416,9 @@ class TrajectoryGenerator(Node):
 
     def _on_halt(self, _request, response):
         with self._lock:
+            if self._latched:  # nothing moves: the hardware dropped its queue and holds
+                response.accepted, response.reason = True, 'the hardware holds (latched)'
+                return response
             halt_s, rest_s = self._halt(self._now_s())
             for goal in list(self._goals):
                 if goal.cancelling:
@@ -376,6 +429,11 @@ class TrajectoryGenerator(Node):
         return response
 
     def _on_chunk(self, msg: TrajectoryChunk) -> None:
+        if not signed_by(self._key, msg):
+            self.get_logger().error(
+                f'chunk {msg.sequence} on ~/chunks refused: not signed with the graph key '
+                "(only the score player's chunks are forwarded)", throttle_duration_sec=2.0)
+            return
         chunk = convert.msg_to_chunk(msg, self._timebase)
         with self._lock:
             if not isinstance(chunk, Rejection):
@@ -397,12 +455,13 @@ class TrajectoryGenerator(Node):
 
     def _on_motor_states(self, msg: MotorStates) -> None:
         with self._lock:
-            if self._planner.has_commanded:
-                return
             state = self._planner.state
             positions = convert.measured_positions(
                 msg, self.model.joint_names, state.positions_rad
             )
+            self._measured = positions
+            if self._planner.has_commanded:
+                return
             moved = abs(positions - state.positions_rad).max(initial=0.0) > 1e-4
             if self._planner.set_initial_state(positions, self._now_s()) and moved:
                 self._publish_state()

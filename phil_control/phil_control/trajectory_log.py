@@ -13,8 +13,6 @@ ROS-free: messages are read by attribute (``phil_msgs/TrajectoryChunk`` layout).
 
 from __future__ import annotations
 
-import csv
-import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -22,12 +20,15 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import ArrayLike
 
+from phil_description.core.capped_log import CappedCsvLog
+
 FILE_NAME = 'trajectory.csv'
 _NS_PER_S = 1_000_000_000
 
 
 class TrajectoryCsvLog:
-    """Writes ``trajectory.csv`` (flushed after every chunk, so a crash loses nothing).
+    """Writes ``trajectory.csv`` (flushed after every chunk, so a crash loses nothing; rotated
+    to ``trajectory.csv.1`` past 20 MB, `CappedCsvLog`).
 
     Args:
         path: The file; its folder is created. An existing file is overwritten.
@@ -35,15 +36,11 @@ class TrajectoryCsvLog:
     """
 
     def __init__(self, path: Path, joint_names: Sequence[str]) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self.joint_names = tuple(joint_names)
         self._column = {name: index for index, name in enumerate(self.joint_names)}
-        self._lock = threading.Lock()
-        self._file = path.open('w', newline='', encoding='utf-8')
-        self._writer = csv.writer(self._file)
-        self._writer.writerow(['t', *(f'joint {i}' for i in range(len(self.joint_names)))])
-        self._file.flush()
+        self._log = CappedCsvLog(path, ['t', *(f'joint {i}'
+                                               for i in range(len(self.joint_names)))])
 
     def write_points(self, times_s: ArrayLike, positions_rad: ArrayLike,
                      joint_names: Sequence[str] | None = None) -> None:
@@ -70,11 +67,7 @@ class TrajectoryCsvLog:
             for column, value in zip(columns, point, strict=True):
                 cells[column] = f'{value:.6f}'
             rows.append([f'{time_s:.6f}', *cells])
-        with self._lock:
-            if self._file.closed:
-                return
-            self._writer.writerows(rows)
-            self._file.flush()
+        self._log.writerows(rows)   # one chunk never split over two files
 
     def write_msg(self, msg, stamp_offset_ns: int = 0) -> None:
         """Append the points of a ``TrajectoryChunk`` message.
@@ -95,8 +88,7 @@ class TrajectoryCsvLog:
 
     def close(self) -> None:
         """Close the file (later writes are ignored)."""
-        with self._lock:
-            self._file.close()
+        self._log.close()
 
 
 class LoggingPublisher:

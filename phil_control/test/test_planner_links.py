@@ -19,6 +19,7 @@ from phil_control import planner_links  # noqa: E402
 from phil_control.core.behavior import actions as act  # noqa: E402
 from phil_control.core.profiles import Profile  # noqa: E402
 from phil_control.planner_links import Completion, GraphLinks  # noqa: E402
+from phil_description.core.graph_key import GraphKey  # noqa: E402
 from phil_description.testing import ros_test_context  # noqa: E402
 from phil_msgs.action import Look  # noqa: E402
 from phil_msgs.srv import Trigger  # noqa: E402
@@ -71,7 +72,8 @@ def graph():
         events = {'motion_finished': lambda: None, 'start_completed': lambda: None,
                   'play_ended': lambda *args: None, 'failed': failures.append,
                   'shutdown': lambda: None}
-        links = GraphLinks(planner, ('head_yaw', 'head_pitch'), {}, events)
+        links = GraphLinks(planner, ('head_yaw', 'head_pitch'), {}, events,
+                           GraphKey.from_environment())
         executors = [SingleThreadedExecutor(context=context),
                      MultiThreadedExecutor(num_threads=3, context=context)]
         executors[0].add_node(planner)

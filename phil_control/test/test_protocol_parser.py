@@ -88,6 +88,14 @@ def test_play_ids_are_free_text_unless_the_vocabulary_lists_them():
     assert rejected.argument == 1 and 'BF, TI' in rejected.reason
 
 
+@pytest.mark.parametrize('path', ['/etc/passwd', '../../../../etc/hostname', '/proc/self/environ',
+                                  'scores/rock/rock_beat.txt', 'rock\\..\\x', '..'])
+def test_a_path_is_never_a_play_id(path):
+    rejected = parse(f'PLAY|{path}')
+    assert isinstance(rejected, ParseError) and rejected.argument == 1
+    assert 'is a path; PLAY takes a play-list id' in rejected.reason
+
+
 def test_move_single_joint_default_duration():
     assert parse('MOVE|right_wrist|45') == Move((('right_wrist', math.radians(45)),), None)
 

@@ -9,7 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from phil_control.core.score.model import ScoreError, ScoreEvent, Terminator
-from phil_control.core.score.parser import format_score, load_score, parse_score
+from phil_control.core.score.parser import load_score, parse_score
+from phil_control.core.score.writer import format_score
 
 
 def row(bar, beat, right=0, left=0, right_vel=0, left_vel=0, kick=0, hihat=0, *offsets):
@@ -123,8 +124,17 @@ def test_summary_properties():
         (row(1, 0.6, 0, 0, 0, 0, 0, 0, 'a'), r"line 2, field 9: right offset 'a' is not a num"),
         ('1\t0.6\t0\t0\t0\t0\t0', r'line 2: an event row needs 8 to 10 fields, found 7'),
         (row(1, 0.6, 0, 0, 0, 0, 0, 0, 0, 0, 0), r'line 2: an event row needs 8 to 10 fields'),
-        ('bpm\t0', r"line 2, field 2: bpm '0' must be positive and finite"),
-        ('bpm\t-90', r"line 2, field 2: bpm '-90' must be positive"),
+        ('bpm\t0', r"line 2, field 2: bpm '0' is outside the limits 20\.\.400 bpm"),
+        ('bpm\t-90', r"line 2, field 2: bpm '-90' is outside the limits 20\.\.400 bpm"),
+        ('bpm\t0.001', r"line 2, field 2: bpm '0\.001' is outside the limits 20\.\.400 bpm"),
+        ('bpm\t1e9', r"line 2, field 2: bpm '1e9' is outside the limits 20\.\.400 bpm"),
+        ('bpm\t1e-308', r"line 2, field 2: bpm '1e-308' is outside the limits"),
+        (row(1, '1e308'), r"line 2, field 2: beat '1e308' puts inf s after the previous row at "
+                          r'100 bpm; the limit is 10 s'),
+        (row(1, 10.001), r"line 2, field 2: beat '10\.001' puts 10 s after .* the limit is 10 s"),
+        (row(10_000, 0.6), r"line 2, field 1: bar '10000' is above the limit of 9999"),
+        (row('9' * 30, 0.6), r"line 2, field 1: bar '9{30}' is too large"),
+        (row(1, 0.6, 0, 0, 0, 0, 0, 0, 100.5), r"line 2, field 9: right offset '100\.5' is "),
         ('bpm\tinf', r"line 2, field 2: bpm 'inf' is not a number"),
         ('bpm', r"line 2, field 2: a 'bpm' line needs exactly one value, found 0"),
         ('bpm\t100\t90', r"line 2, field 3: a 'bpm' line needs exactly one value, found 2"),
@@ -247,9 +257,9 @@ score_events = st.lists(
         ScoreEvent,
         index=st.just(0),
         bar=st.integers(0, 500),
-        beat_units=st.floats(0.0, 10.0, allow_nan=False, allow_infinity=False),
+        beat_units=st.floats(0.0, 2.0, allow_nan=False, allow_infinity=False),
         time_s=st.just(0.0),
-        bpm=st.sampled_from([64.5, 100.0, 160.0]) | st.floats(1.0, 400.0),
+        bpm=st.sampled_from([64.5, 100.0, 160.0]) | st.floats(20.0, 400.0),
         right_drum=st.integers(0, 9),
         left_drum=st.integers(0, 9),
         right_velocity=st.integers(0, 7),

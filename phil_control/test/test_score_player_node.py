@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import math
+import os
 import time
 from pathlib import Path
 
@@ -27,7 +28,7 @@ from std_msgs.msg import String  # noqa: E402
 
 from phil_control.core.play.timing import sample_hermite  # noqa: E402
 from phil_control.core.play.transfer import TRANSFER_DURATION_S  # noqa: E402
-from phil_control.core.score import load_play_list, load_score  # noqa: E402
+from phil_control.core.score import load_play_list, load_score, write_play_list  # noqa: E402
 from phil_control.play_conversions import (  # noqa: E402
     PARAMETERS,
     SOURCE_SCORES_DIR,
@@ -37,9 +38,11 @@ from phil_control.play_conversions import (  # noqa: E402
 from phil_control.score_player_node import ScorePlayer  # noqa: E402
 from phil_control.trajectory_generator_node import CHUNKS_QOS, LATCHED  # noqa: E402
 from phil_description.core import default_robot_model  # noqa: E402
+from phil_description.core.graph_key import GraphKey  # noqa: E402
+from phil_description.graph_safety import signed_by, signed_goal_id  # noqa: E402
 from phil_description.testing import ros_test_context  # noqa: E402
 from phil_msgs.action import Hit, Play  # noqa: E402
-from phil_msgs.msg import HitEvent, TrajectoryChunk  # noqa: E402
+from phil_msgs.msg import Fault, HardwareStatus, HitEvent, TrajectoryChunk  # noqa: E402
 from phil_msgs.srv import SetSpeed, Trigger  # noqa: E402
 
 MODEL = default_robot_model()
@@ -47,6 +50,7 @@ READY = MODEL.poses['ready']
 SPEEDUP = 10.0
 NS = 1_000_000_000
 SPEED = 1.25  # the tiny score needs no velocity guard at this speed
+KEY = GraphKey.from_environment()   # the graph key the node under test reads (conftest)
 
 
 def _ns(stamp) -> int:
@@ -112,6 +116,9 @@ def context():
         yield ctx
 
 
+PLAY_IDS = ('tiny', 'quiet', 'long', 'broken')
+
+
 @pytest.fixture(scope='module')
 def scores(tmp_path_factory):
     folder = tmp_path_factory.mktemp('scores')
@@ -120,14 +127,9 @@ def scores(tmp_path_factory):
     (folder / 'broken.txt').write_text('bpm\t120\n1\t0.6\t5\tx\t5\t0\t0\t1\nend\n')
     (folder / 'audio').mkdir()
     (folder / 'audio' / 'tiny.wav').write_bytes(b'RIFF')
-    entries = {'tiny': ('tiny', 'tiny'), 'quiet': ('tiny', 'absent'), 'long': ('long', "''")}
-    (folder / 'play_list.yaml').write_text(
-        ''.join(
-            f'{name}:\n  score: {score}.txt\n  audio: {track}\n'
-            '  init_note_right: 5\n  init_note_left: 1\n'
-            for name, (score, track) in entries.items()
-        )
-    )
+    files = ('tiny.txt', 'tiny.txt', 'long.txt', 'broken.txt')
+    write_play_list(folder, dict(zip(PLAY_IDS, files, strict=True)),
+                    audio={'tiny': 'tiny', 'quiet': 'absent'})
     return folder
 
 
@@ -184,7 +186,9 @@ class Harness:
     def send(self, name: str, **fields):
         action = Play if name == 'play' else Hit
         future = self.actions[name].send_goal_async(
-            action.Goal(**fields), feedback_callback=lambda msg: self.feedback.append(msg.feedback)
+            action.Goal(**fields),
+            feedback_callback=lambda msg: self.feedback.append(msg.feedback),
+            goal_uuid=signed_goal_id(KEY),   # as the behavior planner sends it
         )
         assert self.spin_until(future.done)
         assert future.result().accepted  # bad goals are accepted, then aborted with a reason
@@ -335,6 +339,44 @@ def test_a_refused_chunk_ends_the_play_with_the_reason_and_nothing_more_moves(ha
     assert h.result(h.send('play', score='tiny')).result.success   # the node plays on
 
 
+def test_goals_from_outside_the_graph_are_refused_and_chunks_go_out_signed(harness):
+    h = harness()
+    future = h.actions['play'].send_goal_async(Play.Goal(score='tiny'))  # a random goal id
+    assert h.spin_until(future.done)
+    response = h.result(future.result())
+    assert response.status == GoalStatus.STATUS_ABORTED
+    assert 'only from the behavior planner' in response.result.reason
+    assert h.chunks == []
+    assert h.result(h.send('play', score='tiny')).result.success
+    assert h.chunks and all(signed_by(KEY, chunk) for chunk in h.chunks)
+
+
+def test_the_hardware_latch_ends_the_play_and_no_later_hit_is_reported(harness):
+    """What the motors did not play is not a hit: after the latch nothing is reported, the
+    play ends at once with the reason and keeps a resume point."""
+    h = harness()
+    latch = h.probe.create_publisher(HardwareStatus, '/hardware/status', LATCHED)
+    handle = h.send('play', score='long')
+    assert h.spin_until(lambda: any(hit.bar >= 2 for hit in h.hits))
+    latched_ns = h.clock()
+    status = HardwareStatus(lifecycle_state='active', estop=True)
+    fault = Fault(code=Fault.CODE_ESTOP, reason='emergency stop (ESTOP word)')
+    fault.stamp.sec, fault.stamp.nanosec = divmod(latched_ns, NS)
+    status.faults = [fault]
+    latch.publish(status)
+    future = handle.get_result_async()
+    assert h.spin_until(future.done)
+    response = future.result()
+    assert response.status == GoalStatus.STATUS_ABORTED
+    assert 'the hardware latched: emergency stop' in response.result.reason
+    h.spin_until(lambda: False, 1.0)                  # 10 s of play time at this clock
+    assert h.hits and max(_ns(hit.command_time) for hit in h.hits) <= latched_ns
+    assert response.result.hits_played == len(h.hits)
+    played_bars = {hit.bar for hit in h.hits}
+    assert response.result.resume_valid and response.result.resume_bar >= max(played_bars)
+    assert h.audio.calls[-1] == ('stop',)
+
+
 def test_pause_saves_the_bar_and_resume_starts_there(harness):
     h = harness()
     handle = h.send('play', score='long')
@@ -417,7 +459,7 @@ def test_stop_goes_to_ready_and_cancel_stops(harness):
 def test_improv_chains_the_folder_and_a_missing_track_is_silent(harness, scores):
     h = harness()
     handle = h.send('play', score='quiet', improv=True)  # tiny.txt, audio track absent
-    long_id = str(scores / 'long.txt')  # next in name order after tiny.txt; broken.txt is skipped
+    long_id = 'long'  # long.txt is next in name order after tiny.txt; broken.txt is skipped
     assert h.spin_until(lambda: any(hit.play_id == long_id for hit in h.hits))
     assert h.call('stop', Trigger.Request()).accepted
     result = h.result(handle).result
@@ -432,9 +474,9 @@ def test_bad_goals_end_with_a_reason_and_move_nothing(harness, scores):
     h = harness()
     cases = [
         ('play', {'score': 'nope'}, ["'nope'", 'tiny']),
-        ('play', {'score': '/nonexistent/score.txt'}, ['/nonexistent/score.txt']),
+        ('play', {'score': '/nonexistent/score.txt'}, ['/nonexistent/score.txt', 'not a play id']),
         ('play', {'score': 'tiny', 'speed': 3.0}, ['speed', '3.0']),
-        ('play', {'score': str(scores / 'broken.txt')}, ['broken.txt', 'line 2']),
+        ('play', {'score': 'broken'}, ['broken.txt', 'line 2']),
         ('play', {'score': 'tiny', 'start_bar': 40}, ['40']),
         ('play', {'score': '', 'resume': True}, ['resume point']),
         ('hit', {'instrument': 'cowbell'}, ['cowbell']),
@@ -447,6 +489,72 @@ def test_bad_goals_end_with_a_reason_and_move_nothing(harness, scores):
         assert all(word in response.result.reason for word in words), response.result.reason
     h.spin_until(lambda: h.chunks, 0.2)
     assert h.chunks == [] and h.hits == [] and h.audio.calls == []
+
+
+MARKER = 'outside-the-play-list-3f9c1'
+
+
+def test_a_path_is_refused_with_the_valid_ids_and_never_opened(harness, scores, tmp_path,
+                                                               capfd):
+    secret = tmp_path / 'secret.txt'  # a playable score outside the play list's folder
+    write_score(secret)
+    secret.write_text(f'# {MARKER}\n' + secret.read_text())
+    h = harness()
+    requests = [str(secret), str(scores / 'tiny.txt'), 'tiny.txt', f'../{tmp_path.name}/secret',
+                '/etc/passwd', '/proc/self/environ', '../../../../etc/hostname', 'nope']
+    reasons = []
+    for score in requests:
+        response = h.result(h.send('play', score=score))
+        assert response.status == GoalStatus.STATUS_ABORTED, score
+        reasons.append(response.result.reason)
+        assert all(play_id in reasons[-1] for play_id in PLAY_IDS), reasons[-1]
+        assert ('not a play id' if '/' in score else 'unknown play id') in reasons[-1]
+    h.spin_until(lambda: h.chunks, 0.2)
+    assert h.chunks == [] and h.hits == [] and h.audio.calls == []
+    logged = ''.join(capfd.readouterr())
+    assert 'secret.txt' in logged  # the refusals were logged, without the file's content
+    assert MARKER not in logged and all(MARKER not in reason for reason in reasons)
+    assert os.environ['PATH'] not in logged + ''.join(reasons)
+
+
+def test_an_exception_while_starting_aborts_the_goal_and_the_node_plays_on(harness, monkeypatch):
+    h = harness()
+
+    def broken_start(*_args, **_kwargs):
+        raise RuntimeError('generator exploded')
+
+    monkeypatch.setattr(h.node.session, 'start', broken_start)
+    response = h.result(h.send('play', score='tiny'))
+    assert response.status == GoalStatus.STATUS_ABORTED
+    assert response.result.reason == 'internal error: RuntimeError: \'generator exploded\''
+    assert h.chunks == []
+    monkeypatch.undo()
+    response = h.result(h.send('play', score='tiny'))
+    assert response.status == GoalStatus.STATUS_SUCCEEDED, response.result.reason
+
+
+def test_an_exception_in_the_timer_ends_the_play_at_ready_and_the_node_plays_on(harness,
+                                                                                monkeypatch):
+    h = harness()
+    poll, calls = h.node.session.poll, []
+
+    def failing_poll(now_s):
+        calls.append(now_s)
+        if len(calls) == 20:  # a tick during DRUM START
+            raise RuntimeError('window exploded')
+        return poll(now_s)
+
+    monkeypatch.setattr(h.node.session, 'poll', failing_poll)
+    response = h.result(h.send('play', score='long'))
+    assert response.status == GoalStatus.STATUS_ABORTED
+    assert response.result.reason == 'internal error: RuntimeError: \'window exploded\''
+    Spliced(h.chunks, _ns(h.chunks[0].trajectory.header.stamp)).assert_no_jump()  # to ready
+    assert h.audio.calls[-1] == ('stop',)
+    monkeypatch.undo()
+    # the goal ended at once; the next play can start once DRUM END has reached ready
+    assert h.spin_until(lambda: h.node.session.finished(h.node._now_s()))
+    response = h.result(h.send('play', score='tiny'))
+    assert response.status == GoalStatus.STATUS_SUCCEEDED, response.result.reason
 
 
 def test_hit_goal_strikes_once(harness):

@@ -7,12 +7,13 @@ from pathlib import Path
 import pytest
 
 from phil_control.core.score.model import Terminator
-from phil_control.core.score.parser import format_score, load_score, parse_score
+from phil_control.core.score.parser import load_score, parse_score
 from phil_control.core.score.windows import (
     SAMPLE_PERIOD_S,
     build_windows,
     count_window_samples,
 )
+from phil_control.core.score.writer import format_score
 
 UPSTREAM = Path(__file__).resolve().parents[2].parent / 'shared' / 'reference' / 'upstream'
 GEN2_SCORES = 'Phil-drum-robot@176f39a/drumrobot_server/data/scores'

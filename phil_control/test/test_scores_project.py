@@ -16,6 +16,8 @@ from phil_description.core import default_robot_model
 
 SCORES = Path(__file__).resolve().parents[2] / 'scores'
 SCORE_FILES = sorted(SCORES.glob('*/*.txt'))
+PLAY_LIST = load_play_list(SCORES / 'play_list.yaml')
+PLAY_IDS = {PLAY_LIST.id_of(path): path for path in SCORE_FILES}  # every file has an id
 REQUIRED_IDS = {'rock', 'funk', 'shuffle', 'halftime', 'sixteenths', 'fills', 'solo', 'tempo'}
 CRASHES = {7, 8}
 BAR_BEAT_UNITS = 2.4
@@ -51,6 +53,7 @@ def test_play_list_maps_the_short_ids_to_project_scores():
     assert {entry.score_path for entry in play_list.entries.values()} == {
         path.resolve() for path in SCORE_FILES
     }
+    assert None not in PLAY_IDS and len(PLAY_IDS) == len(SCORE_FILES)
 
 
 def test_genre_folders_hold_scores_for_improv():
@@ -115,11 +118,12 @@ def test_tempo_score_changes_tempo_midway():
     assert score.bpm_changes[-1].first_event_index > len(score.events) // 3
 
 
-@pytest.mark.parametrize('path', SCORE_FILES, ids=lambda p: f'{p.parent.name}/{p.stem}')
-def test_every_project_score_is_playable(robot, model, path):
-    session = PlaySession(robot)
+@pytest.mark.parametrize('play_id', sorted(PLAY_IDS, key=str))
+def test_every_project_score_is_playable(robot, model, play_id):
+    path = PLAY_IDS[play_id]
+    session = PlaySession(robot, PLAY_LIST)
     now = 0.0
-    chunks = session.start(str(path), now_s=now, current_positions_rad=robot.ready_rad)
+    chunks = session.start(play_id, now_s=now, current_positions_rad=robot.ready_rad)
     while not session.finished(now):
         now += 0.25
         chunks += session.poll(now)

@@ -1,19 +1,23 @@
 """Abuse of the TCP server on loopback: garbage, huge lines, broken connections, bad numbers and
-names, clients that never read. The server must answer (acknowledged mode), keep serving
-GET_STATUS, stay within its memory bounds, and never pass an invalid command to the handler."""
+names, clients that never read, idle connections that fill the client table, a log fed junk.
+The server must answer (acknowledged mode), keep serving GET_STATUS (and a newcomer), stay
+within its memory and disk bounds, and never pass an invalid command to the handler."""
 
 from __future__ import annotations
 
 import contextlib
+import csv
+import math
 import random
 import socket
 import subprocess
 import sys
 
 import pytest
-from test_tcp_support import STATUS_LINE, LineClient, running_server, wait_until
+from test_tcp_support import STATUS_LINE, GatedHandler, LineClient, running_server, wait_until
 
-from phil_control.core.protocol import Look
+from phil_control.core.protocol import Estop, Hit, Look, Quit
+from phil_control.tcp.command_log import CommandCsvLog
 
 LINE_LIMIT = 4096
 
@@ -173,16 +177,113 @@ def test_a_client_flooding_commands_cannot_starve_others():
         assert all(isinstance(command, Look) for command in handler.commands())
 
 
-def test_clients_beyond_the_limit_are_closed_after_a_short_wait():
-    with running_server(max_clients=2, admission_wait_s=0.1) as (server, _):
+def evicted_line(count: int) -> str:
+    return f'ERR|-|evicted: {count} clients connected and this one was idle longest'
+
+
+def test_a_full_server_admits_a_newcomer_and_evicts_the_client_idle_longest():
+    with running_server(max_clients=2) as (server, handler):
         first, second = LineClient(server.address), LineClient(server.address)
         wait_until(lambda: server.client_count == 2, 'two clients')
+        assert second.status() == STATUS_LINE.strip()   # first is now the idle one
         third = LineClient(server.address)
-        assert third.closed_by_server()
-        assert first.status() == STATUS_LINE.strip()
-        second.close()
-        wait_until(lambda: server.client_count == 1, 'one client')
-        assert LineClient(server.address).status() == STATUS_LINE.strip()
+        third.ack()
+        third.send('ESTOP\n')
+        assert third.line() == 'OK|ESTOP'
+        assert first.line() == evicted_line(2)          # told why, though in silent mode
+        assert first.closed_by_server()
+        assert second.status() == STATUS_LINE.strip()
+        assert server.client_count == 2
+        assert handler.commands() == [Estop()]
+
+
+def test_sixteen_idle_connections_never_lock_out_a_new_client():
+    with running_server() as (server, handler):
+        idle = [LineClient(server.address) for _ in range(16)]
+        wait_until(lambda: server.client_count == 16, 'sixteen idle clients')
+        for _ in range(5):
+            newcomer = LineClient(server.address)
+            newcomer.send('ESTOP\n')
+            assert newcomer.status() == STATUS_LINE.strip()
+        assert handler.commands() == [Estop()] * 5
+        for client in idle[:5]:                         # the oldest went first, in order
+            assert client.line() == evicted_line(16)
+            assert client.closed_by_server()
+        assert server.client_count == 16
+        assert idle[5].status() == STATUS_LINE.strip()
+
+
+@contextlib.contextmanager
+def a_look_held_in_the_handler(server, handler: GatedHandler):
+    """Client 1 (acknowledged mode) with a LOOK its handler holds until the block ends; then
+    its first line must be the LOOK's reply (not an eviction or idle notice)."""
+    busy = LineClient(server.address)
+    busy.ack()
+    try:
+        busy.send('LOOK|0|10\n')
+        wait_until(lambda: len(handler.calls) == 1, 'the LOOK in the handler')
+        yield busy
+    finally:
+        handler.open()
+    assert busy.line() == 'OK|LOOK'
+
+
+def test_a_client_waiting_for_its_handler_is_busy_and_not_evicted():
+    handler = GatedHandler(gated={1})
+    with (running_server(handler, max_clients=2) as (server, _),
+          a_look_held_in_the_handler(server, handler)):
+        idle = LineClient(server.address)              # idle for less time than busy
+        assert idle.status() == STATUS_LINE.strip()
+        newcomer = LineClient(server.address)
+        assert newcomer.status() == STATUS_LINE.strip()
+        assert idle.line() == evicted_line(2)
+
+
+def test_an_idle_client_is_closed_and_told_why_in_ack_mode():
+    handler = GatedHandler(gated={1})
+    with (running_server(handler, idle_timeout_s=0.2) as (server, _),
+          a_look_held_in_the_handler(server, handler)):   # held longer than 0.2 s: busy
+        acked, silent = LineClient(server.address), LineClient(server.address)
+        acked.ack()
+        assert acked.line() == 'ERR|-|idle for 0.2 s; closing'
+        assert acked.closed_by_server()
+        assert silent.closed_by_server()             # no reply line in silent mode
+
+
+def test_lines_left_unhandled_by_a_closing_client_are_logged_as_not_executed():
+    entries = []
+    with running_server(log=entries.append) as (server, handler):
+        client = LineClient(server.address)
+        client.send('HIT|snare\nQUIT\nHIT|bass\nLOOK|0|0\n')
+        assert client.closed_by_server()
+    assert handler.commands() == [Hit('snare'), Quit()]
+    assert [(e.line, e.opcode, e.accepted, e.reason) for e in entries[2:]] == [
+        ('HIT|bass', 'HIT', False, 'not executed: the client sent QUIT'),
+        ('LOOK|0|0', 'LOOK', False, 'not executed: the client sent QUIT')]
+
+
+def test_two_thousand_bad_lines_do_not_grow_commands_csv_past_its_cap(tmp_path):
+    cap_bytes = 128 * 1024
+    log = CommandCsvLog(tmp_path / 'commands.csv', max_bytes=cap_bytes)
+    try:
+        with running_server(log=log) as (server, handler):
+            client = LineClient(server.address)
+            junk = b'MOVE|waist|' + b'x' * 3000 + b'\n'   # a bad 3 KB line
+            for _ in range(20):
+                client.send(junk * 100)
+            assert client.status() == STATUS_LINE.strip()
+            assert handler.calls == []
+    finally:
+        log.close()
+    files = sorted(path.name for path in tmp_path.iterdir())
+    assert files == ['commands.csv', 'commands.csv.1']
+    assert all((tmp_path / name).stat().st_size <= cap_bytes for name in files)
+    rows = list(csv.reader((tmp_path / 'commands.csv').open(newline='', encoding='utf-8')))
+    assert rows[0] == ['t', 'client', 'opcode', 'result', 'line', 'reason']
+    assert rows[-1][2:5] == ['GET_STATUS', 'valid', 'GET_STATUS']
+    bad = rows[-2]
+    assert bad[2:4] == ['MOVE', 'invalid'] and bad[4].endswith('... (2811 more characters)')
+    assert "argument 2 (angle of 'waist')" in bad[5]
 
 
 def test_invalid_server_configuration():
@@ -191,4 +292,8 @@ def test_invalid_server_configuration():
         TcpServerConfig(max_line_bytes=0)
     with pytest.raises(ValueError, match='port'):
         TcpServerConfig(port=70000)
+    with pytest.raises(ValueError, match='idle_timeout_s'):
+        TcpServerConfig(idle_timeout_s=-1.0)
+    with pytest.raises(ValueError, match='idle_timeout_s'):
+        TcpServerConfig(idle_timeout_s=math.nan)
     assert socket.AF_INET  # loopback only: every test above binds 127.0.0.1 port 0

@@ -1,5 +1,6 @@
 """Socket-level tests of the TCP server on loopback: upstream client behaviour, framing,
-several clients, acknowledged mode, QUIT, the command log and shutdown."""
+several clients, fair service of a flood, acknowledged mode, QUIT, the command log and
+shutdown."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from test_tcp_support import (
     MODEL,
     STATUS_LINE,
     VOCABULARY,
+    GatedHandler,
     LineClient,
     RecordingHandler,
     running_server,
@@ -22,6 +24,7 @@ from test_tcp_support import (
 
 from phil_control.core.behavior import BehaviorConfig, StateMachine
 from phil_control.core.protocol import (
+    Estop,
     Gesture,
     Hit,
     Look,
@@ -126,6 +129,74 @@ def test_a_command_waiting_for_its_answer_does_not_hold_other_clients():
             handler.release.set()
         assert slow.lines(2) == ['OK|LOOK', 'OK|LOOK']
         assert [round(math.degrees(c.tilt_rad)) for c in handler.commands()] == [10, 20]
+
+
+def test_another_client_is_served_while_a_flood_waits_for_a_slow_handler():
+    flood = 500
+    handler = GatedHandler(gated={1})   # only the flooding client's commands are slow
+    with running_server(handler) as (server, _):
+        flooder = LineClient(server.address)
+        flooder.ack()
+        other = LineClient(server.address)
+        try:
+            flooder.send(''.join(f'LOOK|0|{index % 30}\n' for index in range(flood)))
+            handler.passes(3)
+            wait_until(lambda: len(handler.calls_of(1)) == 4, 'the fourth flood line waiting')
+            other.send('ESTOP\n')
+            assert other.status() == STATUS_LINE.strip()
+            assert handler.calls_of(2) == [Estop()]     # handled before its GET_STATUS reply
+            assert len(handler.calls_of(1)) == 4        # while the flood is at its 4th line
+        finally:
+            handler.open()
+        assert flooder.lines(flood) == ['OK|LOOK'] * flood
+        assert [round(math.degrees(c.tilt_rad)) for c in handler.calls_of(1)] == [
+            index % 30 for index in range(flood)]
+
+
+def test_commands_waiting_for_the_handler_do_not_hold_a_further_clients_command():
+    held = 12   # more than a default thread pool has workers on a small machine
+    handler = GatedHandler(gated=set(range(1, held + 1)))
+    with running_server(handler) as (server, _):
+        slow = [LineClient(server.address) for _ in range(held)]
+        wait_until(lambda: server.client_count == held, 'the slow clients connected')
+        try:
+            for client in slow:
+                client.send('START\n')
+            wait_until(lambda: len(handler.calls) == held, 'every slow START in the handler')
+            late = LineClient(server.address)
+            late.ack()
+            late.send('ESTOP\n')
+            assert late.line() == 'OK|ESTOP'
+        finally:
+            handler.open()
+        assert handler.calls_of(held + 1) == [Estop()]
+
+
+def test_every_line_of_a_pipelined_flood_gets_one_reply_in_order():
+    pattern = [('LOOK|0|{}', 'OK|LOOK'), ('MOVE|hip|1', "ERR|MOVE|argument 1 (joint) unknown "
+                                                        "joint 'hip'"),
+               ('HIT|snare', 'OK|HIT'), ('GET_STATUS', STATUS_LINE.strip())]
+    lines, expected = [], []
+    for index in range(3000):
+        line, reply = pattern[index % len(pattern)]
+        lines.append(line.format(index % 40))
+        expected.append(reply)
+    entries = []
+    with running_server(log=entries.append) as (server, handler):
+        client = LineClient(server.address)
+        client.ack()
+        sender = threading.Thread(target=client.send, args=(''.join(f'{line}\n'
+                                                                    for line in lines),))
+        sender.start()
+        replies = client.lines(len(lines))
+        sender.join(10.0)
+        assert [reply[:len(prefix)] for reply, prefix in zip(replies, expected,
+                                                             strict=True)] == expected
+        assert client.status() == STATUS_LINE.strip()   # and no reply more
+        looks = [round(math.degrees(c.tilt_rad)) for c in handler.commands()
+                 if isinstance(c, Look)]
+        assert looks == [index % 40 for index in range(0, len(lines), len(pattern))]
+    assert [entry.line for entry in entries] == ['PROTOCOL|2', *lines, 'GET_STATUS']
 
 
 def test_ack_mode_answers_every_line_once():

@@ -48,6 +48,36 @@ class RecordingHandler:
             return [command for command, _ in self.calls]
 
 
+class GatedHandler(RecordingHandler):
+    """Holds each command of the clients in `gated` until the test lets it through, like a
+    planner slow to answer; `passes(n)` lets n more through, `open()` all from then on."""
+
+    def __init__(self, gated: set[int] | None = None):
+        super().__init__()
+        self.gated = gated
+        self._gate = threading.Semaphore(0)
+        self._open = threading.Event()
+
+    def handle(self, command: Command, client_id: int) -> HandlerReply:
+        reply = super().handle(command, client_id)
+        if self.gated is None or client_id in self.gated:
+            deadline = time.monotonic() + TIMEOUT_S   # a failed test must not hang the pool
+            while not self._open.is_set() and not self._gate.acquire(timeout=0.01):
+                if time.monotonic() > deadline:
+                    break
+        return reply
+
+    def passes(self, count: int) -> None:
+        self._gate.release(count)
+
+    def open(self) -> None:
+        self._open.set()
+
+    def calls_of(self, client_id: int) -> list[Command]:
+        with self._lock:
+            return [command for command, caller in self.calls if caller == client_id]
+
+
 class LineClient:
     """A blocking client that reads whole reply lines."""
 

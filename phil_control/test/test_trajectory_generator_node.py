@@ -32,15 +32,24 @@ from phil_control.trajectory_generator_node import (  # noqa: E402
     TrajectoryGenerator,
 )
 from phil_description.core import default_robot_model  # noqa: E402
+from phil_description.core.graph_key import GraphKey  # noqa: E402
+from phil_description.graph_safety import sign_message, signed_by, signed_goal_id  # noqa: E402
 from phil_description.testing import ros_test_context  # noqa: E402
 from phil_msgs.action import Gesture, Look, Move, Pose  # noqa: E402
-from phil_msgs.msg import MotorState, MotorStates, TrajectoryChunk  # noqa: E402
+from phil_msgs.msg import (  # noqa: E402
+    Fault,
+    HardwareStatus,
+    MotorState,
+    MotorStates,
+    TrajectoryChunk,
+)
 from phil_msgs.srv import Trigger  # noqa: E402
 
 MODEL = default_robot_model()
 NAMES = MODEL.joint_names
 ACTIONS = {'look': Look, 'gesture': Gesture, 'move': Move, 'pose': Pose}
 HALT_DECELERATION = 50.0
+KEY = GraphKey.from_environment()   # the graph key the node under test reads (conftest)
 
 
 @pytest.fixture(scope='module')
@@ -164,7 +173,8 @@ class Harness:
 
     def send(self, name: str, **fields):
         future = self.clients[name].send_goal_async(
-            ACTIONS[name].Goal(**fields), feedback_callback=self.feedback.append
+            ACTIONS[name].Goal(**fields), feedback_callback=self.feedback.append,
+            goal_uuid=signed_goal_id(KEY),   # as the behavior planner sends it
         )
         assert self.spin_until(future.done)
         handle = future.result()
@@ -353,7 +363,7 @@ def _score_messages(
     planned = planner.submit(MoveRequest({'right_elbow': target}, 0.4), start_s)
     assert isinstance(planned, PlannedMotion)
     chunks = chunk_trajectory(planned.trajectory, ChunkingConfig(0.25, 0.02))
-    return [convert.chunk_to_msg(chunk, timebase) for chunk in chunks]
+    return [sign_message(KEY, convert.chunk_to_msg(chunk, timebase)) for chunk in chunks]
 
 
 def test_measured_motors_set_the_start_and_score_chunks_are_forwarded(harness):
@@ -371,6 +381,7 @@ def test_measured_motors_set_the_start_and_score_chunks_are_forwarded(harness):
         h.score.publish(msg)
     assert h.spin_until(lambda: len(h.chunks) == len(messages))
     for sent, forwarded in zip(messages, h.chunks, strict=True):
+        assert signed_by(KEY, forwarded)    # forwarded as the score player signed it
         assert forwarded.trajectory.header.stamp == sent.trajectory.header.stamp
         assert forwarded.sequence == sent.sequence
         assert [list(p.positions) for p in forwarded.trajectory.points] == [
@@ -385,10 +396,73 @@ def test_measured_motors_set_the_start_and_score_chunks_are_forwarded(harness):
     jump = _score_messages(h.states[-1], timebase, end_s + 0.1, 1.0)[0]
     jump.trajectory.points[0].positions[NAMES.index('head_yaw')] += 0.05
     count, states = len(h.chunks), len(h.states)
-    h.score.publish(jump)
+    h.score.publish(sign_message(KEY, jump))
     assert h.spin_until(lambda: h.rejected)
     assert len(h.chunks) == count and len(h.states) == states
     assert h.rejected[-1].data.startswith(f'chunk {jump.sequence}: discontinuous: head_yaw')
+
+
+def test_goals_and_score_chunks_from_outside_the_graph_are_refused(harness):
+    """A goal whose id is not signed with the graph key (any client but the behavior
+    planner) is aborted with the reason; an unsigned or foreign-signed chunk on ~/chunks is
+    dropped: nothing is published, and nothing is reported on ~/rejected_chunks (which would
+    end the score player's play)."""
+    h = harness(initial_positions_rad=MODEL.poses['ready'].tolist())
+    future = h.clients['move'].send_goal_async(
+        Move.Goal(joint_names=['head_yaw'], positions_rad=[0.3], duration_s=0.5))
+    assert h.spin_until(future.done)
+    response = h.result(future.result())
+    assert response.status == GoalStatus.STATUS_ABORTED
+    assert 'only from the behavior planner' in response.result.reason
+    timebase = convert.TimeBase(h.now_ns())
+    unsigned = _score_messages(h.states[-1], timebase, 0.3, 1.3)[0]
+    unsigned.authority = ''
+    foreign = sign_message(GraphKey('another graph altogether'), _score_messages(
+        h.states[-1], timebase, 0.3, 1.3)[0])
+    h.score.publish(unsigned)
+    h.score.publish(foreign)
+    h.spin_for(0.5)
+    assert h.chunks == [] and h.rejected == []
+    assert list(h.states[-1].position) == pytest.approx(MODEL.poses['ready'])
+
+
+def test_the_hardware_latch_ends_goals_drops_queued_motion_and_the_measured_pose_follows(
+        harness):
+    h = harness()
+    latch = h.probe.create_publisher(HardwareStatus, '/hardware/status', LATCHED)
+    h.motor_states.publish(MotorStates(motors=[
+        MotorState(joint=name, connected=True, position_rad=float(value))
+        for name, value in zip(NAMES, MODEL.poses['home'], strict=True)]))
+    assert h.spin_until(lambda: np.allclose(h.states[-1].position, MODEL.poses['home']))
+    handle = h.send('move', joint_names=['right_elbow'], positions_rad=[1.2], duration_s=4.0)
+    assert h.spin_until(lambda: h.chunks)
+    latch.publish(HardwareStatus(lifecycle_state='active', estop=True, faults=[
+        Fault(code=Fault.CODE_ESTOP, reason='emergency stop (ESTOP word)')]))
+    response = h.result(handle)
+    assert response.status == GoalStatus.STATUS_ABORTED
+    assert 'the hardware latched: emergency stop' in response.result.reason
+    published = len(h.chunks)
+    h.spin_for(1.0)
+    assert len(h.chunks) == published          # the rest of the move was dropped
+    # Where the arm stopped (measured) is the commanded state now, not the move's end.
+    stopped = MODEL.positions({'right_elbow': 0.7}, MODEL.poses['home'])
+    h.motor_states.publish(MotorStates(motors=[
+        MotorState(joint=name, connected=True, position_rad=float(value))
+        for name, value in zip(NAMES, stopped, strict=True)]))
+    assert h.spin_until(lambda: np.allclose(h.states[-1].position, stopped))
+    refused = h.result(h.send('look', pan_rad=0.1, tilt_rad=0.1))
+    assert 'the hardware is latched' in refused.result.reason
+    # The planner's halt on the latch finds nothing to stop (no motion planned, none sent):
+    # the commanded state keeps following the measured pose.
+    future = h.halt.call_async(Trigger.Request())
+    assert h.spin_until(future.done) and future.result().accepted
+    assert len(h.chunks) == published
+    latch.publish(HardwareStatus(lifecycle_state='active'))       # RESET cleared it
+    h.spin_for(0.2)
+    moved = h.result(h.send('look', pan_rad=0.1, tilt_rad=0.1, duration_s=0.3))
+    assert moved.status == GoalStatus.STATUS_SUCCEEDED, moved.result.reason
+    played = Played(h.chunks[published:])
+    assert played.sample(played.start_s)[0] == pytest.approx(stopped)   # starts there
 
 
 def test_halt_service_aborts_the_goal_and_sends_one_replace_chunk(harness):

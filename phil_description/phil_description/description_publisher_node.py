@@ -17,6 +17,7 @@ from std_msgs.msg import String
 from visualization_msgs.msg import Marker, MarkerArray
 
 from phil_description.core import default_robot_model
+from phil_description.heartbeats import Liveness
 from phil_description.kit_markers import MarkerSpec, kit_marker_specs
 from phil_description.node_runner import run_node
 
@@ -60,6 +61,7 @@ class DescriptionPublisher(Node):
             f'robot model: {len(model.joints)} joints, sim={sim}; published '
             f'{"robot_description and " if publish_description else ""}'
             f'{len(markers.markers)} kit markers')
+        self._liveness = Liveness(self)
 
 
 def main(args: list[str] | None = None) -> None:

@@ -10,6 +10,9 @@ and the main thread leaves the spin between two callbacks. A KeyboardInterrupt r
 the main thread happens to be (halfway through starting the bus loop, say) would leave things
 half built.
 
+A node follows only a graph shutdown signed with the graph key. (Its heartbeat is its own:
+``phil_description.heartbeats.Liveness``.)
+
 Written without ``with rclpy.init()`` so it also runs on Humble, where init is not a context
 manager.
 """
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import faulthandler
 import gc
+import secrets
 import signal
 import threading
 from collections.abc import Callable
@@ -29,7 +33,10 @@ from rclpy.duration import Duration
 from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-from std_msgs.msg import Empty
+
+from phil_description.core.graph_key import GraphKey, GraphKeyError
+from phil_description.graph_safety import sign_message, signed_by
+from phil_msgs.msg import GraphShutdown
 
 GRAPH_SHUTDOWN_TOPIC = '/phil/shutdown'
 GRAPH_SHUTDOWN_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
@@ -43,37 +50,45 @@ SHUTDOWN_POLL_PERIOD_S = 0.1
 TEARDOWN_TIMEOUT_S = 20.0
 
 
-def exit_on_graph_shutdown(node: Node, requested: threading.Event,
+def exit_on_graph_shutdown(node: Node, requested: threading.Event, key: GraphKey,
                            before_exit: Callable[[], None] | None = None) -> None:
-    """Set ``requested`` (after ``before_exit``) once `/phil/shutdown` is published."""
+    """Set ``requested`` (after ``before_exit``) once `/phil/shutdown` is published signed with
+    ``key``; an unsigned one (a foreign node) is ignored and said."""
 
-    def shut_down(_: Empty) -> None:
+    def shut_down(msg: GraphShutdown) -> None:
         if requested.is_set():
             return
-        node.get_logger().info('graph shutdown requested; exiting')
+        if not signed_by(key, msg):
+            node.get_logger().warning('ignored a /phil/shutdown not signed with the graph key '
+                                      '(from outside the graph); QUIT ends the graph')
+            return
+        node.get_logger().info(f'graph shutdown requested ({msg.reason}); exiting')
         if before_exit is not None:
             before_exit()
         requested.set()
 
     # Its own group: a long callback of the node's default group (a lifecycle transition)
     # must not hold the shutdown back.
-    node.create_subscription(Empty, GRAPH_SHUTDOWN_TOPIC, shut_down, GRAPH_SHUTDOWN_QOS,
+    node.create_subscription(GraphShutdown, GRAPH_SHUTDOWN_TOPIC, shut_down, GRAPH_SHUTDOWN_QOS,
                              callback_group=MutuallyExclusiveCallbackGroup())
 
 
 class GraphShutdownSender:
-    """Publishes `/phil/shutdown`, which ends every node of the graph (latched).
+    """Publishes `/phil/shutdown`, which ends every node of the graph (latched, signed).
 
     Only the sender's writer holds the message. Call ``wait_delivered`` before the sending node
     is destroyed: a node that had not received it yet (a slower process; the sender runs
     real-time and stops at once) would otherwise never hear it and run on.
     """
 
-    def __init__(self, node: Node) -> None:
-        self._publisher = node.create_publisher(Empty, GRAPH_SHUTDOWN_TOPIC, GRAPH_SHUTDOWN_QOS)
+    def __init__(self, node: Node, key: GraphKey) -> None:
+        self._key = key
+        self._publisher = node.create_publisher(GraphShutdown, GRAPH_SHUTDOWN_TOPIC,
+                                                GRAPH_SHUTDOWN_QOS)
 
-    def send(self) -> None:
-        self._publisher.publish(Empty())
+    def send(self, reason: str = 'QUIT') -> None:
+        msg = GraphShutdown(reason=reason, nonce=secrets.token_hex(8))
+        self._publisher.publish(sign_message(self._key, msg))
 
     def wait_delivered(self, timeout_s: float = GRAPH_SHUTDOWN_DELIVERY_TIMEOUT_S) -> bool:
         """True once every matched node acknowledged what was sent (at once if nothing was)."""
@@ -86,6 +101,45 @@ def spin_until(executor: Executor, node: Node, requested: threading.Event,
     context shuts down."""
     while node.context.ok() and not requested.is_set() and not signalled():
         executor.spin_once(timeout_sec=SHUTDOWN_POLL_PERIOD_S)
+
+
+class CompanionNode:
+    """A node beside ``owner`` (same context and namespace, named ``<owner>_<suffix>``) spun by
+    a SingleThreadedExecutor in a thread of its own: for what must be served while the owner's
+    executor is busy (rclpy runs a lifecycle transition synchronously). It ignores the process's
+    ROS arguments (``-r __node:=...`` names the owner)."""
+
+    def __init__(self, owner: Node, suffix: str) -> None:
+        self.node = Node(f'{owner.get_name()}_{suffix}', namespace=owner.get_namespace(),
+                         context=owner.context, use_global_arguments=False,
+                         start_parameter_services=False)
+        self._executor = SingleThreadedExecutor(context=owner.context)
+        self._executor.add_node(self.node)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._spin, name=f'phil-{suffix}', daemon=True)
+
+    def start(self) -> None:
+        """Start spinning (once every entity is created)."""
+        self._thread.start()
+
+    def _spin(self) -> None:
+        try:
+            spin_until(self._executor, self.node, self._stop)
+        except ExternalShutdownException:
+            pass
+        except Exception:  # Ctrl-C tears the context down under us: then it is a stop
+            if self.node.context.ok() and not self._stop.is_set():
+                raise
+
+    def close(self, timeout_s: float = 2.0) -> None:
+        """Stop the thread and destroy the companion node (idempotent)."""
+        if self._stop.is_set():
+            return
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout_s)
+        self._executor.shutdown(timeout_sec=timeout_s)
+        self.node.destroy_node()
 
 
 class StopSignals:
@@ -135,8 +189,10 @@ def run_node(make_node: Callable[[], Node], args: list[str] | None = None,
              graph_shutdown: bool = True) -> None:
     """Create the node after ``rclpy.init`` and spin it until shutdown.
 
-    Once spinning ends, teardown has ``TEARDOWN_TIMEOUT_S``; if it hangs, the process prints
-    every thread's stack to stderr and exits with status 1 (see :func:`exit_if_stuck`).
+    The node follows the graph shutdown (``graph_shutdown``; needs ``PHIL_GRAPH_KEY``, without
+    it the node says so and runs until stopped). Once spinning ends, teardown has
+    ``TEARDOWN_TIMEOUT_S``; if it hangs, the process prints every thread's stack to stderr and
+    exits with status 1 (see :func:`exit_if_stuck`).
     """
     stop_signals = StopSignals().install()
     rclpy.init(args=args)
@@ -146,7 +202,13 @@ def run_node(make_node: Callable[[], Node], args: list[str] | None = None,
         try:
             node = make_node()
             if graph_shutdown:
-                exit_on_graph_shutdown(node, requested, getattr(node, 'on_graph_shutdown', None))
+                try:
+                    key = GraphKey.from_environment()
+                except GraphKeyError as error:
+                    node.get_logger().warning(f'not following the graph shutdown: {error}')
+                else:
+                    exit_on_graph_shutdown(node, requested, key,
+                                           getattr(node, 'on_graph_shutdown', None))
             executor = make_executor()
             executor.add_node(node)
             freeze_start_up_objects()

@@ -1,6 +1,7 @@
 """run_node in real processes: a node whose executor threads are busy when `/phil/shutdown`
-arrives exits with code 0, having run its before-exit hook exactly once; a teardown that hangs
-(holding the GIL, as a middleware deadlock does) still ends the process."""
+arrives exits with code 0, having run its before-exit hook exactly once, and only for a
+shutdown signed with the graph key; a teardown that hangs (holding the GIL, as a middleware
+deadlock does) still ends the process."""
 
 from __future__ import annotations
 
@@ -17,10 +18,11 @@ import pytest
 
 rclpy = pytest.importorskip('rclpy')
 
-from std_msgs.msg import Empty  # noqa: E402
-
+from phil_description.core.graph_key import GraphKey  # noqa: E402
+from phil_description.graph_safety import sign_message  # noqa: E402
 from phil_description.node_runner import GRAPH_SHUTDOWN_QOS, GRAPH_SHUTDOWN_TOPIC  # noqa: E402
 from phil_description.testing import ros_test_context  # noqa: E402
+from phil_msgs.msg import GraphShutdown  # noqa: E402
 
 PROCESSES = 4
 READY_TIMEOUT_S = 60.0
@@ -34,7 +36,7 @@ BUSY_NODE = textwrap.dedent('''
     from rclpy.executors import MultiThreadedExecutor
     import phil_description.node_runner as node_runner
     from rclpy.node import Node
-    from std_msgs.msg import Empty, String
+    from std_msgs.msg import String
     from phil_description.node_runner import run_node
 
     class Busy(Node):
@@ -92,8 +94,19 @@ def test_graph_shutdown_ends_busy_multithreaded_nodes_with_code_0(domain_env):
             _wait_for_line(process, 'ready', READY_TIMEOUT_S)
         with ros_test_context(int(domain_env['ROS_DOMAIN_ID'])) as context:
             node = rclpy.create_node('shutdown_sender', context=context)
-            publisher = node.create_publisher(Empty, GRAPH_SHUTDOWN_TOPIC, GRAPH_SHUTDOWN_QOS)
-            publisher.publish(Empty())  # latched: late-matching subscribers get it too
+            publisher = node.create_publisher(GraphShutdown, GRAPH_SHUTDOWN_TOPIC,
+                                              GRAPH_SHUTDOWN_QOS)
+            foreign = node.create_publisher(GraphShutdown, GRAPH_SHUTDOWN_TOPIC,
+                                            GRAPH_SHUTDOWN_QOS)
+            # From outside the graph (no key, another key): ignored, the nodes run on.
+            foreign.publish(GraphShutdown(reason='unsigned', nonce='a'))
+            foreign.publish(sign_message(GraphKey('not the graph key at all'),
+                                         GraphShutdown(reason='foreign', nonce='b')))
+            time.sleep(2.0)
+            assert [process.poll() for process in processes] == [None] * PROCESSES
+            # Latched: late-matching subscribers get it too.
+            publisher.publish(sign_message(GraphKey.from_environment(),
+                                           GraphShutdown(reason='QUIT', nonce='c')))
             outputs = []
             for process in processes:
                 stdout, stderr = process.communicate(timeout=EXIT_TIMEOUT_S)
@@ -236,7 +249,7 @@ def test_the_graph_shutdown_sender_waits_until_every_node_has_the_message(domain
         _wait_for_line(listener, 'ready', READY_TIMEOUT_S)
         with ros_test_context(int(domain_env['ROS_DOMAIN_ID'])) as context:
             node = rclpy.create_node('shutdown_sender', context=context)
-            sender = GraphShutdownSender(node)
+            sender = GraphShutdownSender(node, GraphKey.from_environment())
             deadline = time.monotonic() + READY_TIMEOUT_S
             while node.count_subscribers(GRAPH_SHUTDOWN_TOPIC) < 1:
                 assert time.monotonic() < deadline, 'the listener never subscribed'

@@ -11,19 +11,17 @@ The companion ignores the process's ROS arguments: ``-r __node:=...`` names the 
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from trajectory_msgs.msg import JointTrajectory
 
-from phil_description.node_runner import spin_until
+from phil_description.node_runner import CompanionNode
 from phil_msgs.msg import TrajectoryChunk
 from phil_msgs.srv import Trigger
 
 
-class CommandInputs:
+class CommandInputs(CompanionNode):
     """Subscriptions and the ESTOP service of ``owner``, spun in a thread of their own.
 
     Args:
@@ -35,35 +33,10 @@ class CommandInputs:
 
     def __init__(self, owner: Node, on_chunk: Callable, on_trajectory: Callable,
                  on_estop: Callable) -> None:
+        super().__init__(owner, 'commands')
         base = owner.get_fully_qualified_name().rstrip('/')
-        self.node = Node(f'{owner.get_name()}_commands', namespace=owner.get_namespace(),
-                         context=owner.context, use_global_arguments=False,
-                         start_parameter_services=False)
         self.node.create_subscription(TrajectoryChunk, f'{base}/trajectory_chunks', on_chunk, 50)
         self.node.create_subscription(JointTrajectory, f'{base}/joint_trajectory', on_trajectory,
                                       10)
         self.node.create_service(Trigger, f'{base}/estop', on_estop)
-        self._executor = SingleThreadedExecutor(context=owner.context)
-        self._executor.add_node(self.node)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._spin, name='phil-hardware-commands',
-                                        daemon=True)
-        self._thread.start()
-
-    def _spin(self) -> None:
-        try:
-            spin_until(self._executor, self.node, self._stop)
-        except ExternalShutdownException:
-            pass
-        except Exception:  # Ctrl-C tears the context down under us: then it is a stop
-            if self.node.context.ok() and not self._stop.is_set():
-                raise
-
-    def close(self, timeout_s: float = 2.0) -> None:
-        """Stop the thread and destroy the companion node (idempotent)."""
-        if self._stop.is_set():
-            return
-        self._stop.set()
-        self._thread.join(timeout_s)
-        self._executor.shutdown(timeout_sec=timeout_s)
-        self.node.destroy_node()
+        self.start()

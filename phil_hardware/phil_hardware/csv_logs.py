@@ -1,13 +1,17 @@
 """The hardware node's CSV logs in a run folder (FACTS section 12): ``motors.csv`` like
 upstream's and ``ticks.csv`` with the bus loop's timing. Snapshots come from the bus loop's
-shared memory (``phil_hardware.rt``); nothing here blocks the loop."""
+shared memory (``phil_hardware.rt``); nothing here blocks the loop. Both are size-capped and
+rotated to ``<name>.1`` (`CappedCsvLog`)."""
 
 from __future__ import annotations
 
-import csv
 import math
-import threading
 from pathlib import Path
+
+from phil_description.core.capped_log import CappedCsvLog
+
+#: motors.csv grows about 140 KB/s at 200 Hz (13 rows a sample): ~25 min a file.
+MOTOR_LOG_MAX_BYTES = 200 * 1024 * 1024
 
 
 class MotorCsvLog:
@@ -16,11 +20,9 @@ class MotorCsvLog:
     HEADER = ['t', 'id', 'mode', 'desired', 'actual', 'err', 'current_or_torque',
               'desired_velocity']
 
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = path.open('w', newline='')
-        self._writer = csv.writer(self._file)
-        self._writer.writerow(self.HEADER)
+    def __init__(self, path: Path, max_bytes: int = MOTOR_LOG_MAX_BYTES) -> None:
+        # Buffered (flushed when the buffer fills and at close), as a 200 Hz log affords.
+        self._log = CappedCsvLog(path, self.HEADER, max_bytes, flush=False)
         self._last_time = -math.inf
 
     def write(self, snapshot, start_s: float) -> None:
@@ -28,17 +30,19 @@ class MotorCsvLog:
             return
         self._last_time = snapshot.time_s
         t = f'{snapshot.time_s - start_s:.4f}'
+        rows = []
         for index in range(len(snapshot.joint_names)):
             desired, actual = snapshot.targets_rad[index], snapshot.positions_rad[index]
             load = snapshot.torques_mnm[index]
             if not math.isfinite(load):
                 load = snapshot.currents_a[index]
-            self._writer.writerow([t, index, snapshot.modes[index], f'{desired:.4f}',
-                                   f'{actual:.4f}', f'{desired - actual:.4f}', f'{load:.4f}',
-                                   f'{snapshot.target_velocities_rad_s[index]:.4f}'])
+            rows.append([t, index, snapshot.modes[index], f'{desired:.4f}', f'{actual:.4f}',
+                         f'{desired - actual:.4f}', f'{load:.4f}',
+                         f'{snapshot.target_velocities_rad_s[index]:.4f}'])
+        self._log.writerows(rows)   # a sample's rows stay in one file
 
     def close(self) -> None:
-        self._file.close()
+        self._log.close()
 
 
 class TickCsvLog:
@@ -48,27 +52,17 @@ class TickCsvLog:
     HEADER = ['t', 'tick_p50_s', 'tick_p99_s', 'tick_max_s', 'overruns', 'missed_ticks']
 
     def __init__(self, path: Path, period_s: float = 1.0) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = path.open('w', newline='')
-        self._writer = csv.writer(self._file)
-        self._writer.writerow(self.HEADER)
-        self._file.flush()
+        self._log = CappedCsvLog(path, self.HEADER)
         self._period_s = period_s
         self._next_s = -math.inf
-        self._lock = threading.Lock()
 
     def write(self, snapshot) -> None:
         if snapshot.time_s < self._next_s:
             return
-        with self._lock:
-            if self._file.closed:
-                return
-            self._next_s = snapshot.time_s + self._period_s
-            self._writer.writerow([f'{snapshot.time_s:.4f}', f'{snapshot.tick_p50_s:.9f}',
-                                   f'{snapshot.tick_p99_s:.9f}', f'{snapshot.tick_max_s:.9f}',
-                                   snapshot.overruns, snapshot.missed_ticks])
-            self._file.flush()
+        self._next_s = snapshot.time_s + self._period_s
+        self._log.writerow([f'{snapshot.time_s:.4f}', f'{snapshot.tick_p50_s:.9f}',
+                            f'{snapshot.tick_p99_s:.9f}', f'{snapshot.tick_max_s:.9f}',
+                            snapshot.overruns, snapshot.missed_ticks])
 
     def close(self) -> None:
-        with self._lock:
-            self._file.close()
+        self._log.close()

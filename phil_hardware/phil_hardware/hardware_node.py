@@ -11,8 +11,9 @@ Lifecycle (like a ros2_control hardware component):
 The node configures itself at start-up (``configure_on_start``) so /hardware/status shows the
 discovered motors before START. The bus configuration is read from the parameters at every
 configure: after a failed discovery (status: ``missing_motors`` and one MOTOR_MISSING fault per
-joint), set ``allow_missing`` and configure again. A bus loop that died (PROCESS_DIED) makes
-the next transition an error transition, which ends unconfigured; configure starts a new one.
+joint), set ``allow_missing`` and START again (it configures first). A bus loop that died
+(PROCESS_DIED) makes the next transition an error transition, which ends unconfigured;
+configure starts a new one.
 ``lifecycle_state`` in the status is the state machine's primary state, announced once a
 lifecycle request would find the node in it (during a transition: the state it left).
 
@@ -26,7 +27,23 @@ Topics: /joint_states (measured, ``joint_state_rate_hz``), ~/motor_states (Motor
 ~/status (HardwareStatus, transient local, on change and at ``status_rate_hz``); subscribes
 ~/trajectory_chunks (phil_msgs/TrajectoryChunk) and ~/joint_trajectory
 (trajectory_msgs/JointTrajectory, joint_trajectory_controller style: stamp 0 = now, an empty
-message holds). Services ~/estop and ~/reset (phil_msgs/Trigger).
+message holds). Services ~/estop (phil_msgs/Trigger, anyone: stopping is always allowed) and
+~/request (phil_msgs/HardwareRequest).
+
+One latch, owned here (its bus loop): the hardware moves and un-latches only for its own
+command path. Chunks must carry the graph key's signature (the trajectory generator's);
+lifecycle transitions and RESET happen only on a signed ~/request (the behavior planner's, at
+START and QUIT): the node offers no change_state service, only ~/get_state.
+~/joint_trajectory is off unless ``joint_trajectory_enabled``, and then followed only while the
+planner has said it is IDLE (``allow_joint_trajectory``) and nothing is latched. Unsigned input
+is dropped and said (throttled). ESTOP also reaches the bus loop through the ESTOP word
+(``phil_description.core.estop_word``), which this node creates for the graph.
+
+Liveness: the companion node sends this node's heartbeat (also counted into the bus loop's shared
+block: a silent node makes the loop latch and hold) and watches ``watched_nodes`` (the motion
+path): one that goes silent for ``liveness_timeout_s`` while the drives are active latches a
+PROCESS_DIED fault naming it; RESET is refused until it is back, and activate until every
+watched node runs.
 
 Nothing here waits on the loop except the lifecycle transitions and RESET (rclpy runs
 transitions synchronously). The command inputs (chunks, joint_trajectory, ESTOP) are served
@@ -38,11 +55,13 @@ and the rate fell below 100 Hz as soon as the process was busy (~16 % and steady
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from concurrent import futures
 from pathlib import Path
 
+from lifecycle_msgs.srv import GetState
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -50,6 +69,11 @@ from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory
 
 from phil_description.core import default_robot_model
+from phil_description.core.estop_word import EstopWord, estop_word_name
+from phil_description.core.graph_key import GraphKey, ReplayGuard
+from phil_description.core.liveness import NodeDown, node_name
+from phil_description.graph_safety import request_refusal, signed_by
+from phil_description.heartbeats import DEFAULT_LIVENESS_TIMEOUT_S, Liveness
 from phil_description.node_runner import run_node
 from phil_hardware import hardware_conversions as convert
 from phil_hardware.command_inputs import CommandInputs
@@ -64,7 +88,7 @@ from phil_hardware.csv_logs import MotorCsvLog, TickCsvLog
 from phil_hardware.rt import BusLoopClient, BusLoopConfig, BusLoopError
 from phil_msgs.msg import Fault, HardwareStatus, MotorStates
 from phil_msgs.msg import TrajectoryChunk as ChunkMsg
-from phil_msgs.srv import Trigger
+from phil_msgs.srv import HardwareRequest
 
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                      reliability=ReliabilityPolicy.RELIABLE)
@@ -77,7 +101,12 @@ PARAMETERS = {
     'allow_missing': [''], 'can_feedback_timeout_s': 0.05, 'serial_feedback_timeout_s': 0.1,
     'joint_state_rate_hz': 200.0, 'motor_state_rate_hz': 20.0, 'status_rate_hz': 5.0,
     'configure_on_start': True, 'log_dir': '', 'can_channel_base': '', 'dxl_port': '',
+    'joint_trajectory_enabled': False, 'watched_nodes': [''],
+    'liveness_timeout_s': DEFAULT_LIVENESS_TIMEOUT_S, 'node_timeout_s': DEFAULT_LIVENESS_TIMEOUT_S,
 }
+REFUSAL_LOG_PERIOD_S = 2.0
+# How long activate waits for every watched node's first heartbeat.
+NODES_WAIT_S = 10.0
 # Start-up replies the node may wait longer for (e.g. simulators on a busy machine).
 _DEFAULT_TIMING = SequenceTiming()
 TIMING_PARAMETERS = ('sdo_timeout_s', 'dxl_reply_timeout_s', 'enable_timeout_s',
@@ -89,11 +118,21 @@ class HardwareNode(LifecycleNode):
     """Lifecycle front end of the bus-loop process."""
 
     def __init__(self, **node_options) -> None:
-        super().__init__('hardware', **node_options)
+        # rclpy's lifecycle services would let any node switch torque: transitions come only
+        # from a signed ~/request; ~/get_state is served here for lifecycle tools.
+        super().__init__('hardware', enable_communication_interface=False, **node_options)
         values = {name: self.declare_parameter(name, default).value
                   for name, default in PARAMETERS.items()}
         self._model = default_robot_model(sim=bool(values['sim']))
+        self._key = GraphKey.from_environment()
+        self._replays = ReplayGuard()
+        self._estop_word = EstopWord.create(estop_word_name(
+            self.context.get_domain_id(), self.get_fully_qualified_name()))
         self._config = self._bus_loop_config()  # bad parameters fail at start-up
+        self._watched = tuple(node_name(name) for name in values['watched_nodes'] if name)
+        self._joint_trajectory_enabled = bool(values['joint_trajectory_enabled'])
+        self._joint_trajectory_permitted = False
+        self.refused_inputs = 0  # unsigned chunks and requests, unpermitted trajectories
         rates = {key: float(values[key]) for key in ('joint_state_rate_hz', 'motor_state_rate_hz',
                                                       'status_rate_hz')}
         if rates['joint_state_rate_hz'] < 100.0 or min(rates.values()) <= 0:
@@ -114,7 +153,10 @@ class HardwareNode(LifecycleNode):
         self._joint_pub = self.create_publisher(JointState, '/joint_states', 10)
         self._motor_pub = self.create_publisher(MotorStates, '~/motor_states', 10)
         self._status_pub = self.create_publisher(HardwareStatus, '~/status', LATCHED)
-        self.create_service(Trigger, '~/reset', self._on_reset, callback_group=command_group)
+        self.create_service(HardwareRequest, '~/request', self._on_request,
+                            callback_group=command_group)
+        self.create_service(GetState, '~/get_state', self._on_get_state,
+                            callback_group=command_group)
         self.create_timer(1.0 / rates['motor_state_rate_hz'], self._publish_motor_states,
                           callback_group=io_group)
         self.create_timer(1.0 / rates['status_rate_hz'], lambda: self._publish_status(True),
@@ -127,6 +169,11 @@ class HardwareNode(LifecycleNode):
         self._joint_state_thread.start()
         self._commands = CommandInputs(self, self._on_chunk, self._on_trajectory,
                                        self._on_estop)
+        # Heartbeats go out while the command thread spins (transitions block the main one);
+        # each is counted into the bus loop's shared block too.
+        self._liveness = Liveness(self, self._watched, float(values['liveness_timeout_s']),
+                                  on_down=self._on_node_down, on_beat=self._beat,
+                                  spins=self._commands.node)
         if values['configure_on_start']:
             self._start_timer = self.create_timer(0.0, self._configure_once,
                                                   callback_group=command_group)
@@ -152,6 +199,8 @@ class HardwareNode(LifecycleNode):
             can_channel_base=str(values['can_channel_base']),
             serial_port=str(values['dxl_port']))
         return BusLoopConfig(
+            estop_word=self._estop_word.path.name,
+            node_timeout_s=float(values['node_timeout_s']),
             controller=controller_config_from_model(self._model, safety=safety,
                                                     timing=SequenceTiming(**timing),
                                                     allow_missing=missing,
@@ -312,7 +361,93 @@ class HardwareNode(LifecycleNode):
             self._joint_state_thread.join(2.0)
         if hasattr(self, '_lock'):  # the last attribute _stop_client needs
             self._stop_client()
+        word = getattr(self, '_estop_word', None)
+        if word is not None:
+            word.close()
         super().destroy_node()
+
+    # ------------------------------------------------------------------ requests
+    def _on_request(self, request, response):
+        """A signed request of the behavior planner (lifecycle step, RESET, permit)."""
+        name = request.request
+        refusal = request_refusal(self._key, self._replays, request)
+        if refusal:
+            self.refused_inputs += 1
+            self.get_logger().error(f'request {name!r} refused: {refusal}')
+            accepted, reason = False, refusal
+        elif name in ('configure', 'activate', 'deactivate', 'cleanup'):
+            accepted, reason = self._requested_transition(name)
+        elif name == 'reset':
+            accepted, reason = self._reset()
+        elif name in ('allow_joint_trajectory', 'forbid_joint_trajectory'):
+            self._joint_trajectory_permitted = name == 'allow_joint_trajectory'
+            accepted, reason = True, ''
+        else:
+            accepted, reason = False, f'unknown request {name!r}'
+        response.accepted, response.reason = accepted, reason
+        response.state = self._lifecycle
+        return response
+
+    def _requested_transition(self, name: str) -> tuple[bool, str]:
+        if name == 'activate':
+            # Right after start-up the other nodes may not have been discovered yet: give
+            # them a moment (this runs in the transition's own wait, like rclpy's).
+            deadline = time.monotonic() + NODES_WAIT_S
+            while (absent := self._absent_nodes()) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if absent:
+                return False, f'activate refused: {"; ".join(absent)}'
+        outcome = getattr(self, f'trigger_{name}')()
+        if outcome is TransitionCallbackReturn.SUCCESS:
+            return True, ''
+        faults = '; '.join(fault.reason for fault in self._node_faults)
+        return False, f'{name} failed: {faults or "see /hardware/status"}'
+
+    def _absent_nodes(self) -> list[str]:
+        """Why each watched node is unavailable (not running yet, or down)."""
+        watch = self._liveness
+        down = {down.node: down.reason for down in watch.down()}
+        for node in sorted(watch.watched):
+            if node not in down and watch.last_seen_s(node) == -math.inf:
+                down[node] = f'{node.lstrip("/")} is not running (no heartbeat yet)'
+        return list(down.values())
+
+    def _reset(self) -> tuple[bool, str]:
+        client = self._client
+        if client is None or not client.alive:
+            return False, self._not_running()
+        down = [down.reason for down in self._liveness.down()]
+        if down:
+            return False, f'reset refused: {"; ".join(down)}'
+        try:  # an exception escaping a service callback ends the executor's spin
+            result = client.reset().result(timeout=RESET_TIMEOUT_S)
+        except (BusLoopError, futures.TimeoutError) as error:
+            result = None
+            reason = f'reset failed: {error}'
+        self._publish_status(True)
+        if result is None:
+            return False, reason
+        return result.ok, result.detail
+
+    def _on_get_state(self, request, response):
+        response.current_state.id, response.current_state.label = \
+            self._state_machine.current_state
+        return response
+
+    # ------------------------------------------------------------------ liveness
+    def _beat(self) -> None:
+        client = self._client
+        if client is not None:
+            client.beat()
+
+    def _on_node_down(self, down: NodeDown) -> None:
+        """A watched node went silent: with torque on, latch a fault naming it (the robot
+        holds). Without torque nothing can move; activate then refuses until it is back."""
+        self._joint_trajectory_permitted = False
+        self.get_logger().error(f'motion path: {down.reason}')
+        client = self._client
+        if client is not None and client.alive and self._lifecycle == 'active':
+            client.fault(down.reason)
 
     # ------------------------------------------------------------------ commands
     def _send(self, make_chunk, what: str) -> None:
@@ -334,11 +469,24 @@ class HardwareNode(LifecycleNode):
 
         client.send_chunk(chunk).add_done_callback(report)
 
+    def _refuse_input(self, what: str, why: str) -> None:
+        self.refused_inputs += 1
+        self.get_logger().error(f'{what} refused: {why}',
+                                throttle_duration_sec=REFUSAL_LOG_PERIOD_S)
+
     def _on_chunk(self, msg: ChunkMsg) -> None:
+        if not signed_by(self._key, msg):
+            self._refuse_input(f'chunk {msg.sequence}', 'not signed with the graph key (only '
+                               "the trajectory generator's chunks move the robot)")
+            return
         self._send(lambda: convert.chunk_from_msg(msg, self._clock_bridge),
                    f'chunk {msg.sequence}')
 
     def _on_trajectory(self, msg: JointTrajectory) -> None:
+        refusal = self._joint_trajectory_refusal()
+        if refusal:
+            self._refuse_input('joint_trajectory', refusal)
+            return
         if not msg.points:
             if self._client is not None and self._lifecycle == 'active':
                 self._client.halt()
@@ -346,29 +494,26 @@ class HardwareNode(LifecycleNode):
         self._send(lambda: convert.chunk_from_trajectory(msg, self._clock_bridge),
                    'joint_trajectory')
 
+    def _joint_trajectory_refusal(self) -> str:
+        """Why ~/joint_trajectory is not followed now ('' when it is)."""
+        if not self._joint_trajectory_enabled:
+            return 'disabled (set the parameter joint_trajectory_enabled to use it)'
+        if not self._joint_trajectory_permitted:
+            return 'the behavior planner is not IDLE (motions go through /phil/* then)'
+        snapshot = self._snapshot()
+        if snapshot is not None and (snapshot.estop or snapshot.faults):
+            return 'the hardware is latched (FAULT or ESTOP)'
+        return ''
+
     def _on_estop(self, request, response):
+        self._estop_word.trigger()  # latches even when the pipe is busy
         client = self._client
         if client is None or not client.alive:
             response.accepted, response.reason = False, self._not_running()
         else:
-            client.estop('emergency stop requested')
+            client.estop('emergency stop requested (/hardware/estop)')
             response.accepted = True
         response.state = self._lifecycle
-        return response
-
-    def _on_reset(self, request, response):
-        client = self._client
-        if client is None or not client.alive:
-            response.accepted, response.reason = False, self._not_running()
-        else:
-            try:  # an exception escaping a service callback ends the executor's spin
-                result = client.reset().result(timeout=RESET_TIMEOUT_S)
-            except (BusLoopError, futures.TimeoutError) as error:
-                response.accepted, response.reason = False, f'reset failed: {error}'
-            else:
-                response.accepted, response.reason = result.ok, result.detail
-        response.state = self._lifecycle
-        self._publish_status(True)
         return response
 
     # ------------------------------------------------------------------ publishing

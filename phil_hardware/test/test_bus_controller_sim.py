@@ -188,7 +188,12 @@ def test_estop_holds_the_measured_pose_and_reset_allows_motion_again(active, mod
     assert np.degrees(np.abs(truth - at_estop)).max() < 8.0
     assert np.degrees(np.abs(truth - model.poses['ready'])).max() > 10.0  # not at the goal
     assert ctl.faults()[0].code == FaultCode.ESTOP
+    # The arm came to rest away from where the latch held it (it was moving): RESET holds it
+    # where it is measured now, so the next motion starts from the real pose.
+    measured = np.array(ctl.measured.position_rad)
+    assert np.degrees(np.abs(measured - at_estop)).max() > 0.05
     assert ctl.reset() == []
+    assert np.array_equal(ctl.queue.target_rad, measured)
     assert ctl.push_chunk(move_chunk(ctl, model.poses['ready'], 0.5)) is None
 
     def at_ready() -> bool:

@@ -5,11 +5,13 @@ in a thread, as in production; its command inputs have theirs); the device simul
 subprocess (``python -m phil_hardware.sim``) on unique ff11:: groups and a unique PTY link,
 passed to the node through ``can_channel_base`` and ``dxl_port``; the bus loop is the node's
 real child process. A probe node talks to the node only through its ROS API (topics, ~/estop,
-~/reset, the lifecycle services).
+~/request signed with the graph key as the behavior planner signs it, ~/get_state); an
+intruder node, which does not hold the key, tries every input.
 
 One simulator and one node serve the whole module; the tests run in file order and walk the
-lifecycle: configure-on-start -> activate -> motion -> ESTOP -> faults -> deactivate/cleanup
--> configure again with motors missing -> a bus loop killed under the node.
+lifecycle: configure-on-start -> activate -> motion -> ESTOP -> foreign inputs -> a silent
+motion-path node -> faults -> deactivate/cleanup -> configure again with motors missing -> a bus
+loop killed under the node.
 """
 
 from __future__ import annotations
@@ -31,8 +33,7 @@ import pytest
 rclpy = pytest.importorskip('rclpy')
 
 from builtin_interfaces.msg import Duration, Time  # noqa: E402
-from lifecycle_msgs.msg import Transition  # noqa: E402
-from lifecycle_msgs.srv import ChangeState, GetState  # noqa: E402
+from lifecycle_msgs.srv import GetState  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
@@ -40,13 +41,16 @@ from test_sim_runner import START_TIMEOUT_S, Simulator, unique_group_base  # noq
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
 
 from phil_description.core import default_robot_model  # noqa: E402
+from phil_description.core.graph_key import GraphKey  # noqa: E402
+from phil_description.graph_safety import sign_message, signed_request  # noqa: E402
+from phil_description.heartbeats import HEARTBEAT_QOS, HEARTBEAT_TOPIC  # noqa: E402
 from phil_description.testing import ros_test_context  # noqa: E402
 from phil_hardware.core.bus_controller import relocate_buses  # noqa: E402
 from phil_hardware.hardware_node import LATCHED, HardwareNode  # noqa: E402
 from phil_hardware.sim.runner import READY_LINE, can_channels  # noqa: E402
-from phil_msgs.msg import Fault, HardwareStatus  # noqa: E402
+from phil_msgs.msg import Fault, HardwareStatus, Heartbeat  # noqa: E402
 from phil_msgs.msg import TrajectoryChunk as ChunkMsg  # noqa: E402
-from phil_msgs.srv import Trigger  # noqa: E402
+from phil_msgs.srv import HardwareRequest, Trigger  # noqa: E402
 
 pytestmark = pytest.mark.timeout(120)
 MODEL = default_robot_model(sim=True)
@@ -62,6 +66,11 @@ SIMULATOR_NICE = -10
 # ahead of every normal process, the simulator included. SCHED_FIFO is covered by
 # test_rt_process and bench/bench_rt_loop.py; the node must work without it too.
 SCHED_PRIORITY = 0
+# A stand-in for the behavior planner's heartbeat: the node watches it like the real one.
+# Its timer shares this test process (and its GIL) with the node's transitions: a generous
+# timeout (the graph uses 0.5 s between processes that run real-time).
+WATCHED = '/planner_stand_in'
+LIVENESS_TIMEOUT_S = 3.0
 
 
 def wait_until(predicate, timeout_s: float, period_s: float = 0.01) -> bool:
@@ -128,11 +137,22 @@ class Harness:
         self.trajectories = self.probe.create_publisher(JointTrajectory,
                                                         '/hardware/joint_trajectory', 10)
         self.clients = {
-            'change_state': self.probe.create_client(ChangeState, '/hardware/change_state'),
             'get_state': self.probe.create_client(GetState, '/hardware/get_state'),
             'estop': self.probe.create_client(Trigger, '/hardware/estop'),
-            'reset': self.probe.create_client(Trigger, '/hardware/reset'),
+            'request': self.probe.create_client(HardwareRequest, '/hardware/request'),
         }
+        self.key = GraphKey.from_environment()
+        self.beating = threading.Event()
+        self.beating.set()
+        heartbeat = self.probe.create_publisher(Heartbeat, HEARTBEAT_TOPIC, HEARTBEAT_QOS)
+
+        def beat() -> None:
+            if self.beating.is_set():
+                heartbeat.publish(Heartbeat(node=WATCHED, pid=os.getpid()))
+            # The rest of the graph, heard all along: the node knows its reception works.
+            heartbeat.publish(Heartbeat(node='/bridge_stand_in', pid=os.getpid()))
+
+        self.probe.create_timer(0.05, beat)
         # Created last: from here on it starts its bus loop (configure-on-start) once spun.
         self.node = HardwareNode(context=context, parameter_overrides=overrides)
         # One executor each: the node's blocks during its lifecycle transitions (as rclpy runs
@@ -189,10 +209,14 @@ class Harness:
         assert wait_until(future.done, timeout_s), f'{name} did not answer in {timeout_s} s'
         return future.result()
 
-    def transition(self, transition_id: int) -> bool:
-        request = ChangeState.Request()
-        request.transition.id = transition_id
-        return self.call('change_state', request).success
+    def request(self, name: str, timeout_s: float = 30.0):
+        """A ~/request signed with the graph key, as the behavior planner sends it."""
+        return self.call('request', self.signed(name), timeout_s)
+
+    def signed(self, name: str):
+        client = self.clients['request']
+        assert client.wait_for_service(timeout_sec=10.0), 'no service request'
+        return signed_request(self.key, HardwareRequest.Request(request=name))
 
     def lifecycle_state(self) -> str:
         return self.call('get_state', GetState.Request()).current_state.label
@@ -210,7 +234,7 @@ class Harness:
         msg.trajectory.header.stamp = stamp_in(delay_s)
         msg.trajectory.joint_names = list(goals)
         msg.trajectory.points = cosine_points(start, list(goals.values()), duration_s)
-        self.publish(self.chunks, msg)
+        self.publish(self.chunks, sign_message(self.key, msg))
         return msg.trajectory.header.stamp
 
     def close(self) -> None:
@@ -284,7 +308,9 @@ def hardware(context, simulator):
     _, base, link = simulator
     harness = Harness(context, sim=True, can_channel_base=base, dxl_port=link,
                       sched_priority=SCHED_PRIORITY, can_feedback_timeout_s=FEEDBACK_TIMEOUT_S,
-                      serial_feedback_timeout_s=FEEDBACK_TIMEOUT_S)
+                      serial_feedback_timeout_s=FEEDBACK_TIMEOUT_S,
+                      joint_trajectory_enabled=True, watched_nodes=[WATCHED],
+                      liveness_timeout_s=LIVENESS_TIMEOUT_S)
     try:
         yield harness
     finally:
@@ -326,7 +352,8 @@ def test_configure_on_start_discovers_all_13_motors_and_publishes_joint_states(h
 
 
 def test_activate_then_a_stamped_chunk_moves_a_tmotor_and_a_wrist_to_the_target(hardware):
-    assert hardware.transition(Transition.TRANSITION_ACTIVATE)
+    response = hardware.request('activate')
+    assert response.accepted, response.reason
     hardware.wait_status(lambda s: s.lifecycle_state == 'active')
     before = hardware.fresh_positions()
     goals = {'right_elbow': 70 * DEG, 'right_wrist': 60 * DEG}
@@ -354,6 +381,7 @@ def test_activate_then_a_stamped_chunk_moves_a_tmotor_and_a_wrist_to_the_target(
 
 def test_joint_trajectory_moves_the_head_and_an_empty_one_holds(hardware):
     hardware.wait_status(lambda s: s.lifecycle_state == 'active')
+    assert hardware.request('allow_joint_trajectory').accepted   # the planner is IDLE
     head = NAMES.index('head_yaw')
     start = hardware.position('head_yaw')
     msg = JointTrajectory(joint_names=['head_yaw'])        # stamp 0: start now
@@ -397,13 +425,121 @@ def test_estop_latches_ignores_chunks_and_reset_clears_it(hardware):
     now = hardware.fresh_positions()
     assert np.degrees(np.abs(now - held)).max() < 0.3, np.degrees(now - held)
     assert hardware.status.estop and hardware.status.queued_chunks == 0
-    response = hardware.call('reset', Trigger.Request())
+    response = hardware.request('reset')
     assert response.accepted, response.reason
     hardware.wait_status(lambda s: not s.estop and not s.faults)
     # Motion is possible again.
     goal = held[elbow] + 10 * DEG
     hardware.send_chunk({'right_elbow': goal}, 0.4, 0.05, sequence=3)
     assert wait_until(lambda: abs(hardware.position('right_elbow') - goal) < 0.5 * DEG, 4.0)
+
+
+class Intruder:
+    """A node of the same ROS domain that does not hold the graph key."""
+
+    def __init__(self, context) -> None:
+        self.node = rclpy.create_node(f'intruder_{os.getpid()}', context=context)
+        self.chunks = self.node.create_publisher(ChunkMsg, '/hardware/trajectory_chunks', 50)
+        self.trajectories = self.node.create_publisher(JointTrajectory,
+                                                       '/hardware/joint_trajectory', 10)
+        self.clients = {
+            'request': self.node.create_client(HardwareRequest, '/hardware/request'),
+            'estop': self.node.create_client(Trigger, '/hardware/estop'),
+        }
+        self.executor = SingleThreadedExecutor(context=context)
+        self.executor.add_node(self.node)
+        self.thread = threading.Thread(target=self.executor.spin, daemon=True)
+        self.thread.start()
+
+    def publish(self, publisher, msg) -> None:
+        assert wait_until(lambda: publisher.get_subscription_count() > 0, 5.0), 'no subscriber'
+        publisher.publish(msg)
+
+    def call(self, name: str, request):
+        client = self.clients[name]
+        assert client.wait_for_service(timeout_sec=10.0), name
+        future = client.call_async(request)
+        assert wait_until(future.done, 30.0), name
+        return future.result()
+
+    def close(self) -> None:
+        self.executor.shutdown(timeout_sec=5.0)
+        self.thread.join(5.0)
+        self.node.destroy_node()
+
+
+def test_foreign_inputs_neither_move_nor_unlatch_the_hardware(hardware):
+    """Every hardware input, from a node without the graph key: chunks (unsigned, signed with
+    another key), joint_trajectory while the planner does not allow it, requests (unsigned,
+    another key, a replayed genuine one); there is no lifecycle service to call. Nothing moves,
+    nothing resets, the lifecycle stays; ESTOP is the one input anyone may use."""
+    hardware.wait_status(lambda s: s.lifecycle_state == 'active' and not s.faults)
+    intruder = Intruder(hardware.node.context)
+    try:
+        held = hardware.fresh_positions()
+        elbow = NAMES.index('right_elbow')
+        refused = hardware.node.refused_inputs
+        unsigned = ChunkMsg(sequence=90)
+        unsigned.trajectory.header.stamp = stamp_in(0.05)
+        unsigned.trajectory.joint_names = ['right_elbow']
+        unsigned.trajectory.points = cosine_points([held[elbow]], [held[elbow] + 15 * DEG],
+                                                   0.4)
+        intruder.publish(intruder.chunks, unsigned)
+        other_key = sign_message(GraphKey('not the key of this graph'), unsigned)
+        intruder.publish(intruder.chunks, other_key)
+        assert hardware.request('forbid_joint_trajectory').accepted  # the planner left IDLE
+        head = JointTrajectory(joint_names=['head_yaw'])
+        head.points = cosine_points([held[NAMES.index('head_yaw')]], [15 * DEG], 0.4)
+        intruder.publish(intruder.trajectories, head)
+        assert wait_until(lambda: hardware.node.refused_inputs >= refused + 3, 5.0)
+        time.sleep(1.0)
+        now = hardware.fresh_positions()
+        assert np.degrees(np.abs(now - held)).max() < 0.3, np.degrees(now - held)
+
+        assert intruder.call('estop', Trigger.Request()).accepted      # anyone may stop
+        hardware.wait_status(lambda s: s.estop)
+        genuine = signed_request(hardware.key, HardwareRequest.Request(request='reset'))
+        forged = [HardwareRequest.Request(request='reset', stamp_ns=time.time_ns(), nonce='x'),
+                  signed_request(GraphKey('not the key of this graph'),
+                                 HardwareRequest.Request(request='reset'))]
+        for request in forged:
+            response = intruder.call('request', request)
+            assert not response.accepted and 'graph key' in response.reason, response
+        assert hardware.call('request', genuine).accepted    # the planner's own RESET ...
+        hardware.wait_status(lambda s: not s.estop)
+        assert intruder.call('estop', Trigger.Request()).accepted
+        hardware.wait_status(lambda s: s.estop)
+        replayed = intruder.call('request', genuine)         # ... copied off the wire
+        assert not replayed.accepted and 'replayed' in replayed.reason, replayed
+        # rclpy's lifecycle services would let anyone switch torque: the node offers none
+        # of them but get_state.
+        services = {name for name, _ in intruder.node.get_service_names_and_types()
+                    if name.startswith('/hardware/')}
+        assert '/hardware/get_state' in services, services
+        assert not services & {'/hardware/change_state', '/hardware/reset'}, services
+        time.sleep(0.5)
+        assert hardware.lifecycle_state() == 'active' and hardware.status.estop
+        assert np.degrees(np.abs(hardware.fresh_positions() - held)).max() < 0.5
+    finally:
+        intruder.close()
+    assert hardware.request('reset').accepted
+    hardware.wait_status(lambda s: not s.estop and not s.faults)
+
+
+def test_a_silent_motion_path_node_latches_a_fault_naming_it_until_it_is_back(hardware):
+    hardware.wait_status(lambda s: s.lifecycle_state == 'active' and not s.faults)
+    hardware.beating.clear()          # the watched node stopped (killed, SIGSTOP, hung)
+    try:
+        status = hardware.wait_status(lambda s: s.faults, 10.0)
+        [fault] = status.faults
+        assert fault.code == Fault.CODE_PROCESS_DIED and 'planner_stand_in stopped responding' \
+            in fault.reason, fault
+        refused = hardware.request('reset')
+        assert not refused.accepted and 'planner_stand_in' in refused.reason, refused
+    finally:
+        hardware.beating.set()
+    assert wait_until(lambda: hardware.request('reset').accepted, 10.0, 0.2)
+    hardware.wait_status(lambda s: not s.faults)
 
 
 @pytest.mark.parametrize(('joint', 'kind', 'code'), [
@@ -417,11 +553,11 @@ def test_an_injected_fault_is_reported_with_its_code_and_joint(hardware, simulat
     command(sim, f'fault {joint} {kind}')
     try:
         hardware.wait_status(lambda s: (code, joint) in faults(s), 3.0)
-        refused = hardware.call('reset', Trigger.Request())   # the cause is still there
+        refused = hardware.request('reset')   # the cause is still there
         assert not refused.accepted and joint in refused.reason
     finally:
         command(sim, f'clear {joint}')
-    assert wait_until(lambda: hardware.call('reset', Trigger.Request()).accepted, 3.0, 0.2)
+    assert wait_until(lambda: hardware.request('reset').accepted, 3.0, 0.2)
     hardware.wait_status(lambda s: not s.faults)
 
 
@@ -429,9 +565,9 @@ def test_deactivate_and_cleanup_end_the_bus_loop_process(hardware):
     hardware.wait_status(lambda s: s.lifecycle_state == 'active')
     pid = hardware.bus_loop_pid()
     assert pid is not None and os.path.exists(f'/proc/{pid}')
-    assert hardware.transition(Transition.TRANSITION_DEACTIVATE)
+    assert hardware.request('deactivate').accepted
     hardware.wait_status(lambda s: s.lifecycle_state == 'inactive')
-    assert hardware.transition(Transition.TRANSITION_CLEANUP)
+    assert hardware.request('cleanup').accepted
     hardware.wait_status(lambda s: s.lifecycle_state == 'unconfigured')
     assert hardware.lifecycle_state() == 'unconfigured'
     assert not os.path.exists(f'/proc/{pid}')
@@ -450,12 +586,11 @@ def test_missing_motors_fail_configure_until_allowed(hardware, simulator):
         command(sim, f'fault {joint} silence')
     try:
         # Discovery waits for the silent motors; ESTOP is answered meanwhile (not running yet).
-        request = ChangeState.Request()
-        request.transition.id = Transition.TRANSITION_CONFIGURE
-        configuring = hardware.clients['change_state'].call_async(request)
+        configuring = hardware.clients['request'].call_async(hardware.signed('configure'))
         estop = hardware.call('estop', Trigger.Request(), timeout_s=5.0)
         assert not configuring.done() and not estop.accepted, estop
-        assert wait_until(configuring.done, 30.0) and not configuring.result().success
+        assert wait_until(configuring.done, 30.0) and not configuring.result().accepted
+        assert 'left_wrist' in configuring.result().reason, configuring.result()
         status = hardware.wait_status(lambda s: s.faults)
         assert hardware.lifecycle_state() == 'unconfigured'
         assert list(status.missing_motors) == absent
@@ -466,10 +601,10 @@ def test_missing_motors_fail_configure_until_allowed(hardware, simulator):
         time.sleep(0.3)   # the status stays informative after the bus loop has gone
         assert list(hardware.status.missing_motors) == absent
         hardware.node.set_parameters([Parameter('allow_missing', value=absent)])
-        assert hardware.transition(Transition.TRANSITION_CONFIGURE)
+        assert hardware.request('configure').accepted
         status = hardware.wait_status(lambda s: s.lifecycle_state == 'inactive')
         assert list(status.missing_motors) == absent and faults(status) == []
-        assert hardware.transition(Transition.TRANSITION_CLEANUP)
+        assert hardware.request('cleanup').accepted
     finally:
         for joint in absent:
             command(sim, f'clear {joint}')
@@ -478,22 +613,23 @@ def test_missing_motors_fail_configure_until_allowed(hardware, simulator):
 
 def test_a_dead_bus_loop_is_reported_and_the_node_recovers_by_configuring_again(hardware):
     hardware.wait_status(lambda s: s.lifecycle_state == 'unconfigured')
-    assert hardware.transition(Transition.TRANSITION_CONFIGURE)
-    assert hardware.transition(Transition.TRANSITION_ACTIVATE)
+    assert hardware.request('configure').accepted
+    assert hardware.request('activate').accepted
     hardware.wait_status(lambda s: s.lifecycle_state == 'active' and not s.faults)
     os.kill(hardware.bus_loop_pid(), signal.SIGKILL)
     status = hardware.wait_status(lambda s: s.faults, 3.0)
     assert faults(status) == [(Fault.CODE_PROCESS_DIED, '')], status.faults
     # The node stays responsive and says what is wrong.
-    for service in ('reset', 'estop'):
-        response = hardware.call(service, Trigger.Request(), timeout_s=5.0)
+    for response in (hardware.request('reset', timeout_s=5.0),
+                     hardware.call('estop', Trigger.Request(), timeout_s=5.0)):
         assert not response.accepted and 'bus loop' in response.reason, response
     # Leaving 'active' without a bus loop is an error transition that ends unconfigured...
-    assert not hardware.transition(Transition.TRANSITION_DEACTIVATE)
+    response = hardware.request('deactivate')
+    assert not response.accepted and 'deactivate failed' in response.reason, response
     status = hardware.wait_status(lambda s: s.lifecycle_state == 'unconfigured')
     assert hardware.lifecycle_state() == 'unconfigured'
     assert [f.code for f in status.faults] == [Fault.CODE_PROCESS_DIED]
     # ... from where a fresh bus loop starts.
-    assert hardware.transition(Transition.TRANSITION_CONFIGURE)
+    assert hardware.request('configure').accepted
     status = hardware.wait_status(lambda s: s.lifecycle_state == 'inactive')
     assert faults(status) == [] and list(status.missing_motors) == []

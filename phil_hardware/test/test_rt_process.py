@@ -9,6 +9,8 @@ import math
 import os
 import random
 import signal
+import subprocess
+import sys
 import threading
 import time
 from multiprocessing import resource_tracker
@@ -151,6 +153,56 @@ def test_a_dead_loop_is_reported_and_commands_fail_cleanly(model, simulated):
     assert client.stop() == -signal.SIGKILL
 
 
+def test_a_silent_node_and_the_estop_word_of_another_process_latch_the_active_loop(
+        model, simulated):
+    """The loop holds the robot on its own when its node stops counting heartbeats (stopped,
+    hung, dead), and latches ESTOP from the ESTOP word whoever adds to it."""
+    _, params, serial = simulated
+    controller = controller_config_from_model(model, can_buses=params, serial_buses=serial,
+                                              safety=RELAXED)
+    # Generous: the beating thread shares two cores with the simulator and the loop.
+    client = BusLoopClient(BusLoopConfig(controller, RealtimeConfig(sched_priority=0),
+                                         node_timeout_s=2.0))
+    beating, stop = threading.Event(), threading.Event()
+
+    def beat() -> None:
+        while not stop.wait(0.02):
+            if beating.is_set():
+                client.beat()
+
+    beater = threading.Thread(target=beat, daemon=True)
+    client.start()
+    beater.start()
+    try:
+        beating.set()
+        assert client.configure().result(15).ok and client.activate().result(15).ok
+        wait_for(client, lambda s: s.lifecycle == 'active')
+        beating.clear()
+
+        def node_silence(snapshot) -> list:
+            return [fault for fault in snapshot.faults if fault.code == FaultCode.PROCESS_DIED]
+
+        silent = wait_for(client, node_silence, timeout_s=15.0)
+        assert 'hardware node stopped responding' in node_silence(silent)[0].reason
+        assert silent.holding
+        beating.set()
+        # A loaded machine can also delay the simulator's feedback past RELAXED: then the
+        # reset waits for it to come back.
+        assert wait_for_true(lambda: client.reset().result(5).ok, 15.0)
+        wait_for(client, lambda s: not s.faults)
+        name = client.config.estop_word
+        subprocess.run([sys.executable, '-c', 'import sys; from phil_description.core.'
+                        'estop_word import trigger_estop; sys.exit(bool(trigger_estop('
+                        'sys.argv[1])))', name], check=True, timeout=60)
+        held = wait_for(client, lambda s: s.estop)
+        assert held.faults[0].code == FaultCode.ESTOP and held.holding
+    finally:
+        stop.set()
+        beater.join(2.0)
+        assert client.stop() == 0
+    assert not os.path.exists(f'/dev/shm/{name}')   # the private ESTOP word is gone too
+
+
 def _spawned_children() -> set[int]:
     """Live (not yet reaped) child processes of this interpreter."""
     children: set[int] = set()
@@ -191,7 +243,7 @@ def test_ctrl_c_during_start_stops_the_child_and_frees_the_shared_block(
     gc.collect()
     assert not client.alive
     assert _spawned_children() - before == set()
-    ours = f'{SHARED_BLOCK_PREFIX}{os.getpid()}_'
+    ours = (f'{SHARED_BLOCK_PREFIX}{os.getpid()}_', f'phil_estop_private_{os.getpid()}_')
     assert [name for name in os.listdir('/dev/shm') if name.startswith(ours)] == []
     assert 'Exception ignored' not in capfd.readouterr().err
 

@@ -60,12 +60,12 @@ def test_a_payload_not_matching_its_crc_is_rejected(pair):
     assert reader.read(attempts=5) is None
 
 
-def test_estop_word_counts_requests(pair):
+def test_the_node_heartbeat_word_counts_beats(pair):
     _, writer, reader = pair
-    assert writer.estop_requests() == 0
-    reader.request_estop()
-    reader.request_estop()
-    assert writer.estop_requests() == 2
+    assert writer.node_heartbeats() == 0
+    reader.beat()
+    reader.beat()
+    assert writer.node_heartbeats() == 2
 
 
 def test_tick_stats_summarize_a_full_window_when_asked():

@@ -25,6 +25,11 @@ class NodeSpec:
         rt_priority: SCHED_RR priority (1..99) of the whole process, ahead of every
             time-sharing process; 0 = time-sharing at ``niceness``. Refused (no CAP_SYS_NICE or
             rtprio limit): time-sharing at ``niceness``, and its output says so.
+        motion_path: the node carries motion to the drives (planner, trajectory generator,
+            score player, hardware): its death or silence latches a FAULT.
+        watches: whose heartbeats the node watches (its ``watched_nodes`` parameter):
+            ``'motion_path'`` the other motion-path nodes, ``'graph'`` every other ROS node,
+            '' none.
     """
 
     package: str
@@ -37,6 +42,8 @@ class NodeSpec:
     arguments: tuple[str, ...] = field(default_factory=tuple)
     niceness: int = 0
     rt_priority: int = 0
+    motion_path: bool = False
+    watches: str = ''
 
     def parameter_file_for(self, sim: bool) -> str:
         return self.sim_parameter_file if sim and self.sim_parameter_file else \
@@ -44,40 +51,45 @@ class NodeSpec:
 
 
 #: Scheduling of the processes a command crosses (TCP bridge -> planner -> trajectory generator
-#: -> hardware node). SCHED_RR: a command preempts every time-sharing process, the device
-#: simulators included, and waits only for the bus loop, whose SCHED_FIFO priority (hardware
-#: parameter ``sched_priority``, 40) is higher, so its 1 ms tick always goes first. Measured on
+#: -> hardware node) and of the score player beside them. SCHED_RR: a command preempts every
+#: time-sharing process and waits only for the device simulators and the bus loop, whose
+#: SCHED_FIFO priority (hardware parameter ``sched_priority``, 40) is higher, so its 1 ms tick
+#: always goes first. Measured on
 #: the 2-core development VM, TCP -> first motion frame: niceness 0 p50 25 ms; niceness -10
 #: p50 22 ms, p99 47-67 ms; SCHED_RR 10 p50 12 ms, p99 17 ms. The niceness is the fallback
 #: when real-time scheduling is refused.
 COMMAND_PATH_RT_PRIORITY = 10
 COMMAND_PATH_NICENESS = -10
-#: The device simulators stand for drives that never wait for the host: SCHED_RR ahead of every
-#: ordinary process, but below the command path, so they never delay a command. Measured: with
-#: the simulator time-sharing at niceness -10 the command path's bursts made the densest score
-#: (solo) strike late (p99 1.75-4.8 ms); at this priority p99 1.5-1.7 ms, and at the command
-#: path's own priority the commands paid for it (TCP -> first frame p99 24 ms).
-SIMULATOR_RT_PRIORITY = 5
+#: The device simulators stand for drives, which never wait for the host: SCHED_RR above the
+#: command path (and below the bus loop, which they answer). Below it, a burst of commands
+#: (50 LOOKs in one write) kept both cores busy in the command path for 1.75 s and every
+#: simulated drive went silent: FEEDBACK_TIMEOUT on all 13 joints. The commands pay a little
+#: for it: they wait for the simulator's ~0.5 ms bursts (measured in the README's table).
+SIMULATOR_RT_PRIORITY = 20
 
 #: Start order: the simulated devices first (the hardware node discovers them at start-up).
 NODE_SET: tuple[NodeSpec, ...] = (
-    # Real devices never wait for a busy host: the simulator runs ahead of ordinary processes
-    # (below the command path and the bus loop), so its replies stay punctual on two cores.
+    # Real devices never wait for a busy host: the simulator runs ahead of every process but
+    # the bus loop, so its replies stay punctual on two cores.
     NodeSpec('phil_hardware', 'device_simulator', 'device_simulator', sim_only=True,
              ros_node=False, niceness=-10, rt_priority=SIMULATOR_RT_PRIORITY),
     NodeSpec('phil_description', 'description_publisher', 'description_publisher',
              parameter_file='description.yaml'),
     NodeSpec('phil_hardware', 'hardware', 'hardware', parameter_file='hardware.yaml',
              sim_parameter_file='hardware_sim.yaml', niceness=COMMAND_PATH_NICENESS,
-             rt_priority=COMMAND_PATH_RT_PRIORITY),
+             rt_priority=COMMAND_PATH_RT_PRIORITY, motion_path=True, watches='motion_path'),
     NodeSpec('phil_control', 'trajectory_generator', 'trajectory_generator',
              parameter_file='trajectory_generator.yaml', niceness=COMMAND_PATH_NICENESS,
-             rt_priority=COMMAND_PATH_RT_PRIORITY),
+             rt_priority=COMMAND_PATH_RT_PRIORITY, motion_path=True),
+    # On the motion path too: a burst of commands must not starve the windows it generates a
+    # bar ahead, nor its heartbeat (a 1000-line flood at time-sharing priority kept it silent
+    # past the liveness timeout: a FAULT).
     NodeSpec('phil_control', 'score_player', 'score_player', parameter_file='score_player.yaml',
-             sim_parameter_file='score_player_sim.yaml'),
+             sim_parameter_file='score_player_sim.yaml', niceness=COMMAND_PATH_NICENESS,
+             rt_priority=COMMAND_PATH_RT_PRIORITY, motion_path=True, watches='motion_path'),
     NodeSpec('phil_control', 'behavior_planner', 'behavior_planner',
              parameter_file='behavior_planner.yaml', niceness=COMMAND_PATH_NICENESS,
-             rt_priority=COMMAND_PATH_RT_PRIORITY),
+             rt_priority=COMMAND_PATH_RT_PRIORITY, motion_path=True, watches='graph'),
     NodeSpec('phil_control', 'tcp_bridge', 'tcp_bridge', parameter_file='tcp_bridge.yaml',
              niceness=COMMAND_PATH_NICENESS,
              rt_priority=COMMAND_PATH_RT_PRIORITY),
@@ -103,3 +115,14 @@ def sched_prefix(spec: NodeSpec) -> list[str]:
 def nodes_for(sim: bool) -> list[NodeSpec]:
     """The processes to start for the simulated (``sim``) or the real robot, in start order."""
     return [node for node in NODE_SET if sim or not node.sim_only]
+
+
+def watched_nodes(spec: NodeSpec, specs: list[NodeSpec] | tuple[NodeSpec, ...] = NODE_SET
+                  ) -> list[str]:
+    """The ``watched_nodes`` parameter of ``spec`` (see ``NodeSpec.watches``)."""
+    others = [other for other in specs if other.ros_node and other.name != spec.name]
+    if spec.watches == 'motion_path':
+        return [other.name for other in others if other.motion_path]
+    if spec.watches == 'graph':
+        return [other.name for other in others]
+    return []

@@ -37,8 +37,9 @@ def free_tcp_port() -> int:
 class RunningGraph:
     """The launcher in a subprocess; `line()` sends one protocol line and returns the reply."""
 
-    def __init__(self, run_dir: Path) -> None:
+    def __init__(self, run_dir: Path, launcher_args: tuple[str, ...] = ()) -> None:
         self.run_dir = run_dir
+        self.launcher_args = tuple(launcher_args)
         self.log_dir = run_dir / 'logs'
         suffix = random.randint(0x100, 0xFFF)
         self.channel_base = f'ff11::7068:{suffix:x}:0'
@@ -71,7 +72,7 @@ class RunningGraph:
         self.process = subprocess.Popen(
             [sys.executable, '-m', 'phil_bringup.launcher', '--log-dir', str(self.log_dir),
              '--tcp-port', str(self.tcp_port), '--sim-channel-base', self.channel_base,
-             '--sim-dxl-port', self.dxl_port],
+             '--sim-dxl-port', self.dxl_port, *self.launcher_args],
             env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             start_new_session=True, preexec_fn=_like_a_background_job)
         threading.Thread(target=self._collect, daemon=True).start()
@@ -96,6 +97,13 @@ class RunningGraph:
     def _connect(self) -> None:
         if self.brain is None:
             self.brain = BrainConnection(self.tcp_port, timeout_s=0.0)
+
+    def reconnect(self) -> None:
+        """A new brain connection (the last one was closed or evicted)."""
+        if self.brain is not None:
+            self.brain.close()
+        self.brain = None
+        self._connect()
 
     def line(self, text: str) -> str:
         """Send one protocol line; the acknowledged-mode reply."""
@@ -213,3 +221,59 @@ def cpu_seconds(pid: int) -> float:
 def niceness_of(pid: int) -> int:
     """A live process's niceness (Linux /proc)."""
     return int(_stat_fields(pid)[16])
+
+
+class BusLoopView:
+    """The hardware's bus loop as its shared block shows it, read from outside the graph (no
+    node in between: it works while every node is dead or stopped). The block is the one the
+    hardware node with ``hardware_pid`` made (``phil_bus_loop_<pid>_...``)."""
+
+    def __init__(self, hardware_pid: int) -> None:
+        from phil_description.core import default_robot_model
+        from phil_hardware.core.bus_controller import controller_config_from_model
+        from phil_hardware.rt import BusLoopConfig
+        from phil_hardware.rt.process import snapshot_layout
+
+        config = BusLoopConfig(controller_config_from_model(default_robot_model(sim=True)))
+        self._layout = snapshot_layout(config)
+        self._names = config.controller.joint_names
+        self._prefix = f'phil_bus_loop_{hardware_pid}_'
+        self._exchange = None
+
+    def _attach(self):
+        from multiprocessing import resource_tracker
+
+        from phil_hardware.rt.shm import StateExchange
+
+        names = [name for name in os.listdir('/dev/shm') if name.startswith(self._prefix)]
+        if not names:
+            return None
+        exchange = StateExchange(self._layout, names[0], create=False)
+        # Attaching registered the block with this process's resource tracker, which would
+        # remove it (a live graph's block) when this process ends.
+        resource_tracker.unregister(exchange.shm._name, 'shared_memory')
+        return exchange
+
+    def snapshot(self):
+        """The loop's latest :class:`BusSnapshot` (None before it published one)."""
+        from phil_hardware.rt.snapshot import decode_snapshot
+
+        if self._exchange is None:
+            self._exchange = self._attach()
+        copied = self._exchange.read() if self._exchange is not None else None
+        return None if copied is None else decode_snapshot(self._layout, self._names, *copied)
+
+    def wait(self, predicate, timeout_s: float):
+        """The first snapshot meeting ``predicate`` (polled every 1 ms); None after timeout."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            snapshot = self.snapshot()
+            if snapshot is not None and predicate(snapshot):
+                return snapshot
+            time.sleep(0.001)
+        return None
+
+    def close(self) -> None:
+        if self._exchange is not None:   # attached, not created: the block stays
+            self._exchange.close()
+            self._exchange = None

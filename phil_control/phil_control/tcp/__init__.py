@@ -12,21 +12,22 @@ Typical use::
 
 from __future__ import annotations
 
+from phil_control.tcp.config import (
+    DEFAULT_HOST,
+    DEFAULT_IDLE_TIMEOUT_S,
+    DEFAULT_PORT,
+    TcpServerConfig,
+    wire_text,
+)
 from phil_control.tcp.handler import (
     CommandHandler,
     CommandLogEntry,
     HandlerReply,
     MachineCommandHandler,
 )
-from phil_control.tcp.server import (
-    DEFAULT_HOST,
-    DEFAULT_PORT,
-    TcpServer,
-    TcpServerConfig,
-    wire_text,
-)
+from phil_control.tcp.server import TcpServer
 
 __all__ = [
-    'DEFAULT_HOST', 'DEFAULT_PORT', 'CommandHandler', 'CommandLogEntry', 'HandlerReply',
-    'MachineCommandHandler', 'TcpServer', 'TcpServerConfig', 'wire_text',
+    'DEFAULT_HOST', 'DEFAULT_IDLE_TIMEOUT_S', 'DEFAULT_PORT', 'CommandHandler', 'CommandLogEntry',
+    'HandlerReply', 'MachineCommandHandler', 'TcpServer', 'TcpServerConfig', 'wire_text',
 ]

@@ -45,6 +45,11 @@ class CommandHandler(typing.Protocol):
         """The current GET_STATUS reply (`format_status(...)`)."""
         ...
 
+    # Optional: ``estop_now() -> str``, called on the server's thread the moment an ESTOP line
+    # arrives, before the lines received ahead of it are handled (they may wait seconds for a
+    # stopped planner); '' when it latched, else why not. The line itself is then handled in
+    # its turn like any other.
+
 
 @dataclass(frozen=True)
 class CommandLogEntry:

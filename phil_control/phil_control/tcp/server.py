@@ -17,8 +17,21 @@ answered at once with the `STATUS|...` line. Improvements over upstream:
   never passed to the handler; handler, status and log callbacks that raise are contained.
 * Slow clients cannot block others: one asyncio loop in its own thread, bounded input and a
   bounded output buffer per client; a client whose unsent replies exceed `max_output_bytes`
-  (it does not read) is dropped. Fast clients cannot either: clients are served one received
-  chunk (at most `read_chunk_bytes`) at a time, in turn.
+  (it does not read) is dropped.
+* Fast clients cannot either: clients are served in turn, one line at a time; a client's
+  commands are handled one after the other, each in a worker thread of the server's own pool
+  (enough workers for every client at once, so no command waits behind another client's), and
+  its next bytes are read only once the lines already read are handled, so a flood is held back
+  by TCP flow control instead of queueing in the server: no line is refused or dropped for it.
+* The client limit never locks anyone out: with `max_clients` connected, a newcomer is
+  admitted at once and the client idle longest is closed (`ERR|-|evicted: ...` first, in either
+  mode). A client silent for `idle_timeout_s` is closed (`ERR|-|idle for N s; closing` first in
+  acknowledged mode). Lines a closed client had sent but were not handled are logged as not
+  executed.
+
+* ESTOP is never queued: the moment an ESTOP line is received, the handler's ``estop_now``
+  (if it has one) latches the emergency stop, before the lines received ahead of it are handled;
+  the line is then handled and answered in its turn.
 
 Blank lines are ignored (no reply). A partial line at disconnect is discarded, never executed.
 """
@@ -26,6 +39,7 @@ Blank lines are ignored (no reply). A partial line at disconnect is discarded, n
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import itertools
 import logging
@@ -33,85 +47,43 @@ import socket
 import threading
 import time
 import weakref
+from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from phil_control.core.protocol.commands import (
     ACK_PROTOCOL_VERSION,
     Command,
+    Estop,
     GetStatus,
     Protocol,
     Quit,
 )
-from phil_control.core.protocol.framing import (
-    DEFAULT_MAX_LINE_BYTES,
-    FramedLine,
-    LineFramer,
-    LineTooLong,
-)
+from phil_control.core.protocol.framing import FramedLine, LineFramer, LineTooLong
 from phil_control.core.protocol.parser import ParseError, parse_line
 from phil_control.core.protocol.vocabulary import ProtocolVocabulary
+from phil_control.tcp.config import TcpServerConfig, wire_text
 from phil_control.tcp.handler import CommandHandler, CommandLogEntry, HandlerReply
 
 _logger = logging.getLogger(__name__)
 
-DEFAULT_HOST = '127.0.0.1'
-DEFAULT_PORT = 1951
 NO_OPCODE = '-'
-_MAX_REASON_CHARS = 1000
-
-
-@dataclass(frozen=True)
-class TcpServerConfig:
-    """Where the server listens and its per-client bounds.
-
-    Attributes:
-        host: Address to bind ('127.0.0.1', '::1', '0.0.0.0' to serve other machines).
-        port: TCP port; 0 picks a free one (tests), see `TcpServer.address`.
-        max_line_bytes: Longest accepted line.
-        max_output_bytes: Unsent reply bytes a client may hold before it is dropped.
-        max_clients: Connections served at once; a further one waits up to
-            `admission_wait_s` for a slot, then is closed.
-        admission_wait_s: How long a connection beyond `max_clients` waits for a slot, s.
-        read_chunk_bytes: Bytes read per receive call.
-        backlog: Listen backlog.
-        socket_send_buffer_bytes: SO_SNDBUF of accepted sockets; None = system default.
-    """
-
-    host: str = DEFAULT_HOST
-    port: int = DEFAULT_PORT
-    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
-    max_output_bytes: int = 64 * 1024
-    max_clients: int = 16
-    admission_wait_s: float = 1.0
-    read_chunk_bytes: int = 1024
-    backlog: int = 16
-    socket_send_buffer_bytes: int | None = None
-
-    def __post_init__(self) -> None:
-        for label in ('max_line_bytes', 'max_output_bytes', 'max_clients', 'read_chunk_bytes',
-                      'backlog'):
-            if getattr(self, label) <= 0:
-                raise ValueError(f'{label} must be positive, got {getattr(self, label)}')
-        if not 0.0 <= self.admission_wait_s <= 60.0:
-            raise ValueError(f'admission_wait_s must be in [0, 60], got {self.admission_wait_s}')
-        if not 0 <= self.port <= 65535:
-            raise ValueError(f'port must be in 0..65535, got {self.port}')
-
-
-def wire_text(text: str) -> str:
-    """Make free text safe inside one reply field: no `|`, no line breaks, bounded length."""
-    clean = text.replace('|', '/').replace('\r', ' ').replace('\n', ' ')
-    return clean if len(clean) <= _MAX_REASON_CHARS else clean[:_MAX_REASON_CHARS] + '...'
+# A closed client still holding unsent replies (it does not read) is aborted after this long.
+_CLOSE_GRACE_S = 5.0
 
 
 class _Connection:
-    def __init__(self, client_id: int, writer: asyncio.StreamWriter, max_line_bytes: int):
+    def __init__(self, client_id: int, writer: asyncio.StreamWriter, max_line_bytes: int,
+                 now_s: float):
         self.client_id = client_id
         self.writer = writer
         self.framer = LineFramer(max_line_bytes)
         self.ack = False
         self.closing = False
+        self.close_reason = ''
+        # Lines read but not handled yet; the next chunk is read only once this is empty.
+        self.unhandled: deque[FramedLine | LineTooLong] = deque()
+        self.busy = False            # a line of it is being handled
+        self.last_active_s = now_s   # loop time it last sent something or had a line handled
 
 
 class TcpServer:
@@ -140,6 +112,7 @@ class TcpServer:
         self._tasks: set[asyncio.Task] = set()
         self._transports: weakref.WeakSet[asyncio.BaseTransport] = weakref.WeakSet()
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._stop_event: asyncio.Event | None = None
         self._thread: threading.Thread | None = None
         self._address: tuple[str, int] | None = None
@@ -225,6 +198,11 @@ class TcpServer:
              failure: list[BaseException]) -> None:
         loop = asyncio.new_event_loop()
         self._loop = loop
+        # At most one command in flight per client (plus those of evicted clients finishing):
+        # no command waits for a worker behind another client's.
+        executor = concurrent.futures.ThreadPoolExecutor(
+            max_workers=2 * self._config.max_clients, thread_name_prefix='phil-tcp-handler')
+        self._executor = executor
         try:
             loop.run_until_complete(self._main(sock, ready))
         except BaseException as error:  # reported to start(); the thread must end cleanly
@@ -234,16 +212,20 @@ class TcpServer:
         finally:
             sock.close()
             loop.close()
+            executor.shutdown(wait=False, cancel_futures=True)
 
     async def _main(self, sock: socket.socket, ready: threading.Event) -> None:
         self._stop_event = asyncio.Event()
+        # The stream buffers at most 2 * limit bytes before it stops reading the socket.
         server = await asyncio.start_server(self._serve_client, sock=sock,
-                                            limit=4 * self._config.read_chunk_bytes)
+                                            limit=self._config.read_chunk_bytes)
         ready.set()
         try:
             await self._stop_event.wait()
         finally:
             server.close()
+            for connection in self._connections.values():
+                connection.close_reason = connection.close_reason or 'the server stopped'
             for transport in list(self._transports):
                 transport.abort()   # includes closing ones still flushing to a silent peer
             if self._tasks:         # aborted connections end their tasks by themselves
@@ -259,14 +241,11 @@ class TcpServer:
         if task is not None:
             self._tasks.add(task)
         self._transports.add(writer.transport)
-        connection: _Connection | None = None
+        loop = asyncio.get_running_loop()
+        connection = _Connection(next(self._ids), writer, self._config.max_line_bytes,
+                                 loop.time())
         try:
-            if not await self._wait_for_a_slot():
-                _logger.warning('refusing a client: %d clients connected',
-                                len(self._connections))
-                writer.transport.abort()
-                return
-            connection = _Connection(next(self._ids), writer, self._config.max_line_bytes)
+            self._make_room(loop.time())
             self._connections[connection.client_id] = connection
             if self._config.socket_send_buffer_bytes is not None:
                 writer.get_extra_info('socket').setsockopt(
@@ -274,80 +253,159 @@ class TcpServer:
             _logger.info('client %d connected from %s', connection.client_id,
                          writer.get_extra_info('peername'))
             while not connection.closing:
-                data = await reader.read(self._config.read_chunk_bytes)
+                data = await self._receive(reader, connection)
                 if not data:
                     break
-                for event in connection.framer.feed(data):
-                    await self._process(connection, event)
-                    if connection.closing:
-                        break
-                # read() does not yield while data is buffered: without this a client that
-                # floods the server would keep the loop from every other client.
+                connection.last_active_s = loop.time()
+                events = connection.framer.feed(data)
+                self._estop_at_once(events)
+                connection.unhandled.extend(events)
+                connection.busy = True
+                while connection.unhandled and not connection.closing:
+                    to_handle = self._answer_at_once(connection, connection.unhandled.popleft())
+                    if to_handle is None:
+                        # One line per client per turn of the loop (a handled line yields while
+                        # its worker runs): a burst holds the other clients for one line at most.
+                        await asyncio.sleep(0)
+                    else:
+                        await self._handle(connection, *to_handle)
+                connection.busy = False
+                connection.last_active_s = loop.time()
+                # read() does not yield while data is buffered: a chunk without a whole line
+                # (a megabyte without newline) must not keep the loop from the other clients.
                 await asyncio.sleep(0)
         except (ConnectionError, OSError) as error:
-            _logger.info('client: %s', error)
+            _logger.info('client %d: %s', connection.client_id, error)
         except asyncio.CancelledError:
             pass   # server stopping; ending normally keeps asyncio from logging the cancel
         finally:
             if task is not None:
                 self._tasks.discard(task)
-            if connection is not None:
-                self._connections.pop(connection.client_id, None)
+            if self._connections.pop(connection.client_id, None) is not None:
                 _logger.info('client %d disconnected', connection.client_id)
-            writer.close()   # sends what is still buffered (e.g. the QUIT reply), then FIN
+            self._log_unhandled(connection)
+            self._close(connection)
 
-    async def _wait_for_a_slot(self) -> bool:
-        # A burst of connect-and-close clients can fill the table with connections whose end
-        # the loop has not read yet; give them `admission_wait_s` to go before refusing.
-        deadline = time.monotonic() + self._config.admission_wait_s
-        while len(self._connections) >= self._config.max_clients:
-            if time.monotonic() >= deadline:
-                return False
-            await asyncio.sleep(0.01)
-        return True
+    async def _receive(self, reader: asyncio.StreamReader, connection: _Connection) -> bytes:
+        """The next bytes of the client; b'' at its end or after its idle timeout."""
+        read = reader.read(self._config.read_chunk_bytes)
+        timeout_s = self._config.idle_timeout_s
+        if timeout_s <= 0:
+            return await read
+        try:
+            return await asyncio.wait_for(read, timeout_s)
+        except asyncio.TimeoutError:
+            reason = f'idle for {timeout_s:g} s; closing'
+            _logger.info('client %d %s', connection.client_id, reason)
+            self._reply(connection, f'ERR|{NO_OPCODE}|{reason}')
+            connection.closing = True
+            connection.close_reason = reason
+            return b''
+
+    def _make_room(self, now_s: float) -> None:
+        """With `max_clients` served, evict the client idle longest (a busy one only when
+        every client is busy), so a newcomer's ESTOP or GET_STATUS always gets through."""
+        served = [c for c in self._connections.values() if not c.closing]
+        if len(served) < self._config.max_clients:
+            return
+        victim = max(served, key=lambda c: (not c.busy, now_s - c.last_active_s))
+        reason = f'evicted: {len(served)} clients connected and this one was idle longest'
+        _logger.warning('client %d %s (%s for %.1f s); admitting a new client',
+                        victim.client_id, reason, 'busy' if victim.busy else 'idle',
+                        now_s - victim.last_active_s)
+        self._send(victim, f'ERR|{NO_OPCODE}|{reason}\n')   # in either mode: may be a person
+        self._connections.pop(victim.client_id, None)
+        victim.closing = True
+        victim.close_reason = victim.close_reason or reason
+        self._close(victim)
+
+    def _close(self, connection: _Connection) -> None:
+        transport = connection.writer.transport
+        connection.writer.close()   # sends what is still buffered (e.g. the QUIT reply), then FIN
+        if transport.get_write_buffer_size():   # a peer that does not read would hold it open
+            asyncio.get_running_loop().call_later(_CLOSE_GRACE_S, transport.abort)
+
+    def _log_unhandled(self, connection: _Connection) -> None:
+        """Log the lines a closed connection had sent that were not handled (none are lost
+        silently)."""
+        reason = f'not executed: {connection.close_reason or "the connection closed"}'
+        while connection.unhandled:
+            event = connection.unhandled.popleft()
+            if isinstance(event, LineTooLong):
+                self._log(connection, '', NO_OPCODE, False, reason)
+            elif event.data.strip(b' \t\r'):
+                text = event.data.decode('utf-8', 'replace').strip()
+                opcode = wire_text(text.split('|', 1)[0].strip().upper()[:40]) or NO_OPCODE
+                self._log(connection, text, opcode, False, reason)
 
     # ------------------------------------------------------------ line handling
 
-    async def _process(self, connection: _Connection, event: FramedLine | LineTooLong) -> None:
+    def _estop_at_once(self, events: list) -> None:
+        """Latch ESTOP now when one of the lines just received is an ESTOP."""
+        estop_now = getattr(self._handler, 'estop_now', None)
+        if estop_now is None:
+            return
+        for event in events:
+            if isinstance(event, FramedLine) and \
+                    event.data.lstrip()[:5].upper() == b'ESTOP' and \
+                    isinstance(parse_line(event.data, self._vocabulary), Estop):
+                try:
+                    problem = estop_now()
+                except Exception:  # the line's own handling still asks the planner
+                    _logger.exception('estop_now() failed')
+                    problem = 'estop_now failed'
+                if problem:
+                    _logger.error('ESTOP: %s', problem)
+                return
+
+    def _answer_at_once(self, connection: _Connection,
+                        event: FramedLine | LineTooLong) -> tuple[str, Command] | None:
+        """Answer a line that needs no handler (invalid, GET_STATUS, PROTOCOL, blank); else
+        return its text and command for `_handle`."""
         if isinstance(event, LineTooLong):
             reason = (f'line longer than {event.limit_bytes} bytes; discarded up to the next '
                       'newline')
             self._log(connection, '', NO_OPCODE, False, reason)
             self._reply(connection, f'ERR|{NO_OPCODE}|{reason}')
-            return
+            return None
         if not event.data.strip(b' \t\r'):
-            return
+            return None
         text = event.data.decode('utf-8', 'replace').strip()
         result = parse_line(event.data, self._vocabulary)
         if isinstance(result, ParseError):
             opcode = wire_text(result.opcode) or NO_OPCODE
             self._log(connection, text, opcode, False, result.reason)
             self._reply(connection, f'ERR|{opcode}|{wire_text(result.reason)}')
-            return
+            return None
         opcode = result.opcode.value
         if isinstance(result, GetStatus):
             self._answer_status(connection, text)
-            return
+            return None
         if isinstance(result, Protocol):
             was_ack = connection.ack
             connection.ack = result.version == ACK_PROTOCOL_VERSION
             self._log(connection, text, opcode, True, '')
             if was_ack or connection.ack:
                 self._send(connection, f'OK|{opcode}\n')
-            return
+            return None
+        return text, result
+
+    async def _handle(self, connection: _Connection, text: str, command: Command) -> None:
         # The handler may wait for the planner: in a worker thread, so other clients (and this
         # one's GET_STATUS after the line is answered) are served meanwhile; lines of one
         # client stay in order because this coroutine awaits the reply.
         reply = await asyncio.get_running_loop().run_in_executor(
-            None, self._call_handler, result, connection.client_id)
+            self._executor, self._call_handler, command, connection.client_id)
+        opcode = command.opcode.value
         self._log(connection, text, opcode, reply.accepted, reply.reason)
         if reply.accepted:
             note = f'|{wire_text(reply.reason)}' if reply.reason else ''
             self._reply(connection, f'OK|{opcode}{note}')
         else:
             self._reply(connection, f'ERR|{opcode}|{wire_text(reply.reason) or "rejected"}')
-        if isinstance(result, Quit):
+        if isinstance(command, Quit):
             connection.closing = True
+            connection.close_reason = 'the client sent QUIT'
 
     def _answer_status(self, connection: _Connection, text: str) -> None:
         try:
@@ -387,6 +445,7 @@ class TcpServer:
                             connection.client_id, transport.get_write_buffer_size())
             self._dropped += 1
             connection.closing = True
+            connection.close_reason = 'the client did not read its replies'
             transport.abort()
 
     def _log(self, connection: _Connection, line: str, opcode: str, accepted: bool,

@@ -309,12 +309,15 @@ class SafetyMonitor:
         return self.latch(FaultCode.ESTOP, '', reason, now_s)
 
     def latch(self, code: FaultCode, joint: str, reason: str, now_s: float) -> Fault | None:
-        """Latch a fault unless one of the same code is already latched for that joint.
+        """Latch a fault unless one of the same code is already latched for that joint (for
+        PROCESS_DIED: with the same reason, which names the process).
 
         Returns:
             The new fault, or None when it was already latched.
         """
-        if any(f.code == code and f.joint == joint for f in self._faults):
+        if any(f.code == code and f.joint == joint
+               and (code != FaultCode.PROCESS_DIED or f.reason == reason)
+               for f in self._faults):
             return None
         fault = Fault(code, joint, reason, now_s)
         self._faults.append(fault)

@@ -12,8 +12,10 @@ Blocking behaviour (what an rclpy callback may call):
   Lifecycle futures resolve after the sequence (configure ~0.5-2 s, activate ~0.5-1 s); chunks
   within a tick or two.
 * :meth:`BusLoopClient.snapshot` copies the shared block (~0.1 ms) and never waits for the loop.
-* :meth:`BusLoopClient.estop` also sets a shared-memory word the loop checks every tick, so
-  the ESTOP acts within ~1 ms even while a lifecycle command runs.
+* :meth:`BusLoopClient.estop` also adds to the ESTOP word the loop checks every tick, so the
+  ESTOP acts within ~1 ms even while a lifecycle command runs.
+* :meth:`BusLoopClient.beat` counts the node's heartbeat in the shared block; while the drives
+  are active, a node silent for ``node_timeout_s`` makes the loop latch a fault and hold.
 """
 
 from __future__ import annotations
@@ -21,13 +23,16 @@ from __future__ import annotations
 import contextlib
 import itertools
 import multiprocessing
+import os
 import pickle
 import queue
+import secrets
 import threading
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from typing import Any
 
+from phil_description.core.estop_word import EstopWord
 from phil_hardware.core.chunk_queue import TrajectoryChunk
 from phil_hardware.core.safety import Fault, FaultCode
 
@@ -78,6 +83,7 @@ class BusLoopClient:
         self._threads: list[threading.Thread] = []
         self._last: BusSnapshot | None = None
         self._dead_reason = ''
+        self._estop_word: EstopWord | None = None
         self.realtime_report: dict = {}
 
     # -- process ---------------------------------------------------------------------------
@@ -93,6 +99,12 @@ class BusLoopClient:
         context = multiprocessing.get_context('spawn')
         child = None
         try:
+            if self.config.estop_word:
+                self._estop_word = EstopWord.attach(self.config.estop_word)
+            else:  # nobody else needs to reach this loop's ESTOP: a word of its own
+                self._estop_word = EstopWord.create(
+                    f'phil_estop_private_{os.getpid()}_{secrets.token_hex(4)}')
+                self.config = replace(self.config, estop_word=self._estop_word.path.name)
             self._exchange = StateExchange(self._layout)
             self._conn, child = context.Pipe(duplex=True)
             self._process = context.Process(target=process.run, name='phil-bus-loop',
@@ -168,6 +180,12 @@ class BusLoopClient:
         if self._exchange is not None:
             self._exchange.close()
             self._exchange = None
+        self._close_estop_word()
+
+    def _close_estop_word(self) -> None:
+        if self._estop_word is not None:
+            self._estop_word.close()
+            self._estop_word = None
 
     @property
     def alive(self) -> bool:
@@ -216,6 +234,7 @@ class BusLoopClient:
             if self._exchange is not None:
                 self._exchange.close()
                 self._exchange = None
+            self._close_estop_word()
         return self._process.exitcode
 
     # -- commands (non-blocking) -----------------------------------------------------------
@@ -241,10 +260,20 @@ class BusLoopClient:
         return self._command('halt')
 
     def estop(self, reason: str = 'emergency stop requested') -> Future:
-        """Latch ESTOP now (shared memory) and confirm through the pipe."""
-        if self._exchange is not None:
-            self._exchange.request_estop()
+        """Latch ESTOP now (the ESTOP word) and confirm through the pipe with ``reason``."""
+        if self._estop_word is not None:
+            self._estop_word.trigger()
         return self._command('estop', reason)
+
+    def fault(self, reason: str) -> Future:
+        """Latch a PROCESS_DIED fault named by ``reason`` (a node of the graph failed)."""
+        return self._command('fault', reason)
+
+    def beat(self) -> None:
+        """Count one heartbeat of the node (never waits)."""
+        exchange = self._exchange
+        if exchange is not None:
+            exchange.beat()
 
     def reset(self) -> Future:
         """Clear faults whose cause is gone; ``value`` lists the reasons of those that stay."""

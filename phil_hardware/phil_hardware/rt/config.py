@@ -28,6 +28,13 @@ class BusLoopConfig:
         gc_every_ticks: With ``realtime.manual_gc``, the young objects are collected this
             often (in spare time).
         start_timeout_s: How long :meth:`BusLoopClient.start` waits for the child [s].
+        estop_word: Name of the ESTOP word (``phil_description.core.estop_word``) the loop
+            watches; '' = the client makes a private one.
+        node_timeout_s: While active, the node must count its heartbeat in the shared block at
+            least this often; a longer silence (it hangs) latches a PROCESS_DIED fault and the
+            robot holds, and so does its process being stopped (looked at every 0.1 s; a dead
+            node closes the pipe) [s]. 0 = not watched (the hardware node always sets it; a
+            bare client, as in tests, may not beat).
     """
 
     controller: ControllerConfig
@@ -40,6 +47,8 @@ class BusLoopConfig:
     command_max_wait_ticks: int = 5
     gc_every_ticks: int = 1000
     start_timeout_s: float = 20.0
+    estop_word: str = ''
+    node_timeout_s: float = 0.0
 
     def __post_init__(self) -> None:
         """Validate once."""
@@ -47,6 +56,8 @@ class BusLoopConfig:
                      'gc_every_ticks'):
             if getattr(self, name) < 1:
                 raise ValueError(f'{name} must be >= 1, got {getattr(self, name)}')
+        if not 0.0 <= self.node_timeout_s < 60.0:
+            raise ValueError(f'node_timeout_s must be in [0, 60) s, got {self.node_timeout_s}')
         if self.trace_capacity < 0 or self.start_timeout_s <= 0:
             raise ValueError('trace_capacity must be >= 0 and start_timeout_s > 0')
         tick_s = self.controller.cycle.tick_s

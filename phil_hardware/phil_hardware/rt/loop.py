@@ -2,7 +2,9 @@
 node, the state snapshot, tick statistics.
 
 Per tick: wait for the deadline minus a spin margin, spin to the deadline, look at the ESTOP
-word in shared memory, run the controller tick with the actual time as the send time, and every
+word (any process of the graph can add to it) and, while active, at the node's heartbeat in the
+shared block (silent for ``node_timeout_s``: a PROCESS_DIED fault latches), run the controller
+tick with the actual time as the send time, and every
 ``snapshot_every_ticks`` publish the snapshot, on a tick without TMotor or Dynamixel traffic.
 Then the spare time before the next deadline serves what may wait a tick or two: at most
 ``commands_per_tick`` commands from the pipe, the tick statistics, the garbage collection. Each
@@ -22,12 +24,15 @@ from __future__ import annotations
 
 import gc
 import math
+import os
 import time
 from collections.abc import Callable
 from typing import Any
 
+from phil_description.core.liveness import STOPPED, process_state
 from phil_hardware.core.bus_controller import BusController, ControllerError
 from phil_hardware.core.bus_controller.config import CycleConfig
+from phil_hardware.core.bus_controller.state import Lifecycle
 from phil_hardware.core.realtime import RealtimeReport, sleep_until
 from phil_hardware.core.safety import FaultCode
 
@@ -43,6 +48,7 @@ LIFECYCLE_COMMANDS = ('configure', 'activate', 'deactivate', 'shutdown')
 EXIT_NODE_GONE = 2
 EXIT_TERMINATED = 3
 OLDER_GENERATION_EVERY = 10  # every tenth collection also takes generation 1
+NODE_CHECK_EVERY_TICKS = 100  # the node's process state (/proc), in spare time
 
 
 def quiet_phase(cycle: CycleConfig, every: int) -> int:
@@ -64,7 +70,8 @@ class BusLoop:
     def __init__(self, config: BusLoopConfig, controller: BusController,
                  exchange: StateExchange, conn: Any, report: RealtimeReport,
                  clock: Callable[[], float] = time.monotonic,
-                 after_command: Callable[[], None] | None = None) -> None:
+                 after_command: Callable[[], None] | None = None,
+                 estop_word: Any = None) -> None:
         """Bind everything the loop needs.
 
         Args:
@@ -75,6 +82,8 @@ class BusLoop:
             report: What real-time treatment was applied.
             clock: Monotonic clock [s].
             after_command: Called after every lifecycle command (re-freezes the GC).
+            estop_word: The ESTOP word (``count()``); a change of its count latches ESTOP.
+                None: no ESTOP word (only the ``estop`` command).
         """
         self.config = config
         self.controller = controller
@@ -92,7 +101,14 @@ class BusLoop:
         self.trace_count = 0
         self.last_error = ''
         self.exit_code = 0
-        self._estop_seen = exchange.estop_requests()
+        self._estop_word = estop_word
+        self._estop_seen = estop_word.count() if estop_word is not None else 0
+        self._estop_seen_s = math.nan
+        self._node_beats = exchange.node_heartbeats()
+        self._node_seen_s = clock()
+        self._node_silent = False
+        self._node_pid = os.getppid()   # the hardware node that spawned this process
+        self._ticks_since_node_check = 0
         self._stopping = False
         self._terminate_requested = False
         self._resync = False
@@ -140,6 +156,7 @@ class BusLoop:
                 break
             try:
                 self._check_estop()
+                self._check_node(start)
                 controller.tick(start)
             except Exception as error:  # the loop must outlive any bug in one tick
                 self._loop_error(error, start)
@@ -200,6 +217,11 @@ class BusLoop:
         if self.stats.pending and roomy:
             self.stats.summarize()
             roomy = next_deadline - self.clock() >= reserve
+        self._ticks_since_node_check += 1
+        if self._ticks_since_node_check >= NODE_CHECK_EVERY_TICKS and roomy:
+            self._ticks_since_node_check = 0
+            self._check_node_process()
+            roomy = next_deadline - self.clock() >= reserve
         if self._collect_gc:
             self._ticks_since_gc += 1
             if self._ticks_since_gc >= self.config.gc_every_ticks and roomy:
@@ -220,6 +242,7 @@ class BusLoop:
             'overruns': self.overruns, 'missed_ticks': self.missed_ticks,
             'loop_errors': self.loop_errors, 'commands_handled': self.commands_handled,
             'trace_count': self.trace_count, 'estop_seen': self._estop_seen,
+            'estop_seen_s': self._estop_seen_s,
         }, {'realtime': self.report.to_dict(), 'last_error': self.last_error})
 
     def _pump(self) -> None:
@@ -230,10 +253,35 @@ class BusLoop:
             self.publish(now)
 
     def _check_estop(self) -> None:
-        requests = self.exchange.estop_requests()
+        word = self._estop_word
+        if word is None:
+            return
+        requests = word.count()
         if requests != self._estop_seen:
-            self._estop_seen = requests
-            self.controller.estop('ESTOP requested by the node')
+            self._estop_seen, self._estop_seen_s = requests, self.clock()
+            self.controller.estop('emergency stop (ESTOP word)')
+
+    def _check_node(self, now: float) -> None:
+        beats = self.exchange.node_heartbeats()
+        if beats != self._node_beats:
+            self._node_beats, self._node_seen_s, self._node_silent = beats, now, False
+            return
+        silent_s = now - self._node_seen_s
+        timeout = self.config.node_timeout_s
+        if timeout and silent_s > timeout:
+            self._node_down(f'hardware node stopped responding (no heartbeat for '
+                            f'{silent_s:.2f} s: it hangs)')
+
+    def _check_node_process(self) -> None:
+        """The node's process stopped (SIGSTOP): hold at once (a dead one closes the pipe)."""
+        if self.config.node_timeout_s and process_state(self._node_pid) == STOPPED:
+            self._node_down(f'hardware node is stopped (its process {self._node_pid} does not '
+                            'run)')
+
+    def _node_down(self, why: str) -> None:
+        if not self._node_silent and self.controller.lifecycle is Lifecycle.ACTIVE:
+            self._node_silent = True
+            self.controller.fault(f'{why}; the bus loop holds the robot')
 
     def _loop_error(self, error: Exception, now: float) -> None:
         self.loop_errors += 1
@@ -278,6 +326,7 @@ class BusLoop:
             self.last_error = detail
         if name in LIFECYCLE_COMMANDS:
             self._resync = True
+            self._node_seen_s = self.clock()  # the node waited for this, not silent
             if self.after_command is not None:
                 self.after_command()
             self.publish(self.clock())
@@ -302,8 +351,13 @@ class BusLoop:
         if name == 'estop':
             ctl.estop(str(payload or 'emergency stop requested'))
             return True, 'estop latched', None
+        if name == 'fault':
+            ctl.fault(str(payload or 'a node of the graph failed'))
+            return True, 'fault latched', None
         if name == 'reset':
             reasons = ctl.reset()
+            # The node that asks is alive: its silence counts from now again.
+            self._node_seen_s, self._node_silent = self.clock(), False
             return not reasons, '; '.join(reasons) or 'reset', reasons
         if name == 'shutdown':
             ctl.shutdown()

@@ -12,6 +12,7 @@ import signal
 import sys
 from typing import Any
 
+from phil_description.core.estop_word import EstopWord
 from phil_hardware.core.bus_controller import BusController, ControllerConfig, Transports
 from phil_hardware.core.realtime import apply_realtime
 from phil_hardware.core.transport import (
@@ -50,6 +51,7 @@ def open_transports(config: ControllerConfig, warn) -> Transports:
 def run(config: BusLoopConfig, conn: Any, shm_name: str) -> None:
     """Child-process main: runs the loop and exits with its code (0 = orderly shutdown)."""
     exchange = StateExchange(snapshot_layout(config), shm_name, create=False)
+    estop_word = EstopWord.attach(config.estop_word)
     controller = BusController(config.controller,
                                lambda: open_transports(config.controller, controller.warn))
     report = apply_realtime(config.realtime)
@@ -64,7 +66,8 @@ def run(config: BusLoopConfig, conn: Any, shm_name: str) -> None:
             gc.collect()
             gc.freeze()
 
-    loop = BusLoop(config, controller, exchange, conn, report, after_command=refreeze)
+    loop = BusLoop(config, controller, exchange, conn, report, after_command=refreeze,
+                   estop_word=estop_word)
     # Only the node decides when the loop stops: a Ctrl-C meant for the node (a terminal sends
     # it to the whole process group) must not kill the loop mid-tick. SIGTERM (also what
     # multiprocessing sends a daemon child when the node's interpreter exits) stops it after
@@ -76,6 +79,7 @@ def run(config: BusLoopConfig, conn: Any, shm_name: str) -> None:
         code = loop.run()
     finally:
         exchange.close()
+        estop_word.close()
         conn.close()
     sys.exit(code)
 

@@ -2,8 +2,9 @@
 
 One ``multiprocessing.shared_memory`` block:
 
-* control words written by the node (ESTOP request counter: seen by the loop every tick, even
-  while a lifecycle sequence runs);
+* control words written by the node (its heartbeat counter: the loop latches a fault when it
+  stops counting while the drives are active; ESTOP has a word of its own,
+  ``phil_description.core.estop_word``, that any process of the graph can reach);
 * the state snapshot, written by the loop under a **seqlock** (sequence odd while writing) plus a
   CRC-32 of the payload, so a reader never accepts a torn copy even on a weakly ordered CPU.
   Numbers live in one float64 vector with named slots (no allocation on the writer's side);
@@ -35,17 +36,17 @@ SCALAR_FIELDS = ('time_s', 'publish_count', 'ticks', 'lifecycle', 'realtime', 'e
                  'active_sequence', 'chunks_accepted', 'chunks_rejected', 'chunks_superseded',
                  'frames_rejected', 'frames_unexpected', 'frames_skipped', 'sdo_aborts',
                  'mode_switches', 'dxl_missed_replies', 'commands_handled', 'trace_count',
-                 'estop_seen', 'text_version')
+                 'estop_seen', 'estop_seen_s', 'text_version')
 BUS_FIELDS = ('frames_sent', 'frames_received', 'bits_sent', 'bits_received', 'send_errors',
               'receive_errors', 'echoes')
 LIFECYCLE_CODES = ('unconfigured', 'configuring', 'inactive', 'activating', 'active',
                    'deactivating', 'finalized')
 
 _HEADER_WORDS = 8          # seq, crc, text_len, ...
-_CONTROL_WORDS = 8         # estop_requests, ...
+_CONTROL_WORDS = 8         # node_heartbeat, ...
 TEXT_CAPACITY = 32 * 1024
 _SEQ, _CRC, _TEXT_LEN = 0, 1, 2
-ESTOP_REQUESTS = 0
+NODE_HEARTBEAT = 0
 
 
 class SnapshotLayout:
@@ -139,15 +140,15 @@ class StateExchange:
         self.header[_CRC] = np.uint64(crc)
         self.header[_SEQ] += np.uint64(1)
 
-    def estop_requests(self) -> int:
-        """ESTOP requests made by the node so far."""
-        return int(self.control[ESTOP_REQUESTS])
+    def node_heartbeats(self) -> int:
+        """Heartbeats the node has counted so far."""
+        return int(self.control[NODE_HEARTBEAT])
 
     # -- reader (node) ----------------------------------------------------------------------
 
-    def request_estop(self) -> None:
-        """Count one ESTOP request (the loop reacts within one tick)."""
-        self.control[ESTOP_REQUESTS] += np.uint64(1)
+    def beat(self) -> None:
+        """Count one heartbeat of the node (it is alive and its command thread runs)."""
+        self.control[NODE_HEARTBEAT] += np.uint64(1)
 
     def read(self, attempts: int = 200) -> tuple[np.ndarray, dict] | None:
         """Copy a consistent snapshot: (values, text dict), or None if none was published.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -85,6 +86,8 @@ class BusSnapshot:
     loop_errors: int
     commands_handled: int
     trace_count: int
+    estop_seen: int = 0             # ESTOP word count the loop has acted on
+    estop_seen_s: float = math.nan  # when it last saw the count change (robot monotonic, s)
     buses: dict[str, BusCounters] = field(default_factory=dict)
     realtime_report: dict = field(default_factory=dict)
     messages: tuple[str, ...] = ()
@@ -152,7 +155,8 @@ def decode_snapshot(layout: SnapshotLayout, joint_names: tuple[str, ...], values
         work_p99_s=scalar('work_p99_s'), work_max_s=scalar('work_max_s'),
         overruns=count('overruns'), missed_ticks=count('missed_ticks'),
         loop_errors=count('loop_errors'), commands_handled=count('commands_handled'),
-        trace_count=count('trace_count'), buses=buses, realtime_report=report,
+        trace_count=count('trace_count'), estop_seen=count('estop_seen'),
+        estop_seen_s=scalar('estop_seen_s'), buses=buses, realtime_report=report,
         messages=tuple(text.get('messages', [])), last_error=str(text.get('last_error', '')),
     )
 

@@ -158,6 +158,15 @@ class MotionPlanner:
         self._end = self._rest(positions, time_s)
         return True
 
+    def forget(self, positions_rad: ArrayLike, time_s: float) -> None:
+        """Drop every commanded motion and rest at ``positions_rad`` from ``time_s``, as if
+        nothing had been commanded: measurements (:meth:`set_initial_state`) replace the state
+        again until the next motion. For a latched hardware, which drops its queue and holds
+        where the joints are measured."""
+        self._trajectory = None
+        self._end = self._rest(positions_rad, time_s)
+        self._commanded = False
+
     def sample(self, times_s: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
         """Commanded positions (M, J) and velocities (M, J) at absolute times (M,).
 

@@ -11,7 +11,7 @@ Modules:
     waist_path: Piecewise waist motion in a window and its repair where the IK fails.
     window_motion: One window -> sampled 13-joint motion and its hits (FACTS 11.3).
     transfer: DRUM START / DRUM END moves and the score-time <-> wall-time clock.
-    timeline: Sources, improv chaining, pause truncation, `next_score_in_folder`.
+    timeline: Sources by play id, improv chaining, pause truncation, `next_score_in_folder`.
     chunk: Wall-clock chunks, scheduled hits, progress, `PlayAborted`.
     playback: One play in progress (generation, cuts, DRUM END, improv chaining).
     session: `PlaySession`, what the score player node drives.
@@ -45,6 +45,7 @@ from phil_control.core.play.timeline import (
     PlaySource,
     ResumePoint,
     Timeline,
+    folder_source,
     next_score_in_folder,
     resolve_source,
 )
@@ -91,6 +92,7 @@ __all__ = [
     'check_motion_lead_s',
     'check_pedal_lead_s',
     'downward_crossing',
+    'folder_source',
     'generate_window',
     'match_hits',
     'next_score_in_folder',

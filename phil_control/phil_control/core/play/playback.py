@@ -32,8 +32,8 @@ from phil_control.core.play.timeline import (
     SCORE_SUFFIX,
     PlaySource,
     Timeline,
+    folder_source,
     next_score_in_folder,
-    resolve_source,
 )
 from phil_control.core.play.transfer import TRANSFER_DURATION_S, ScoreClock, TransferMove
 from phil_control.core.play.window_motion import (
@@ -42,7 +42,7 @@ from phil_control.core.play.window_motion import (
     generate_window,
     reset_pose,
 )
-from phil_control.core.score import ScoreError, Window, normalize_speed
+from phil_control.core.score import PlayList, ScoreError, Window, normalize_speed
 from phil_control.core.score.parser import REFERENCE_BPM
 from phil_control.core.score.windows import LOOKAHEAD_BEAT_UNITS
 
@@ -98,12 +98,14 @@ class Playback:
         wrist_torque: bool = True,
         motion_lead_s: float = 0.0,
         pedal_lead_s: float = 0.0,
+        play_list: PlayList | None = None,
     ) -> None:
         """Plan DRUM START from `current_positions_rad` at wall time `start_s`.
 
         The motion runs `motion_lead_s` ahead of the music: `clock` is the motion's clock, and
         a hit's command time (the music's) is its strike point's time plus the lead. The
-        pedals run `pedal_lead_s` further ahead (see `generate_window`).
+        pedals run `pedal_lead_s` further ahead (see `generate_window`). Improv chains the
+        scores of the source's folder through `play_list` (None: no chaining).
 
         Raises:
             PlayAborted: The reset pose cannot be reached.
@@ -120,7 +122,8 @@ class Playback:
         self._position_modes = (ControlMode.POSITION,) * len(robot.joint_names)
         self.timeline = Timeline(source)
         self.timeline.ensure_release(RELEASE_BEAT_UNITS)
-        self._improv = improv
+        self._improv = improv and play_list is not None
+        self._play_list = play_list
         self._recent: list[Path] = [source.score_path]
         self._state = state
         self._generated: list[_Generated] = []
@@ -144,7 +147,7 @@ class Playback:
         self._started = _Point(self.clock.wall_at(0.0), reset, np.zeros_like(reset))
         self._replace_next = False
         self._last = self._started
-        if improv:
+        if self._improv:
             self._chain_next(keep_until=0)
 
     def drum_start(self) -> list[MotionChunk]:
@@ -352,7 +355,7 @@ class Playback:
             path = next_score_in_folder(folder, current, self._recent)
             self._recent.append(path)
             try:
-                self.timeline.chain(resolve_source(str(path)), keep_until)
+                self.timeline.chain(folder_source(path, self._play_list), keep_until)
             except (ScoreError, ValueError, OSError):
                 current = path
                 continue

@@ -40,6 +40,7 @@ from phil_control.core.play.robot import PlayRobot
 from phil_control.core.play.timeline import (
     PlaySource,
     ResumePoint,
+    folder_source,
     hit_source,
     resolve_source,
 )
@@ -69,7 +70,7 @@ class PlaySession:
 
     Attributes:
         robot: Robot data.
-        play_list: Play list for ids (None: scores by path only).
+        play_list: Play list for ids (None: only HITs can be played).
         margin_s: How far after `now` a new or replacing chunk may start, s (covers the time
             to deliver it to the trajectory generator).
         extra_lookahead_s: Generated motion reaches one bar plus this beyond `now`, s.
@@ -119,10 +120,11 @@ class PlaySession:
         start_bar: int = 0,
         improv: bool = False,
     ) -> list[MotionChunk]:
-        """Begin playing a play-list id or score path (PLAY; RESUME with `start_bar`).
+        """Begin playing a play-list id (PLAY; RESUME with `start_bar`).
 
         Args:
-            score: Play-list id or score file path.
+            score: Play-list id (a path is refused; nothing is opened for it), or the id of the
+                saved resume point (a chained score that no entry names, see `ResumePoint`).
             now_s: Current wall time, s.
             current_positions_rad: (13,) last commanded pose (DRUM START starts there).
             speed: Initial speed, clamped to 0.5..2.0.
@@ -134,12 +136,18 @@ class PlaySession:
 
         Raises:
             SessionBusyError: A play is still running at `now_s`.
-            FileNotFoundError, ScoreError: Unknown id or file, malformed score.
+            PlayListError: A path or an unknown id; the message lists the valid ids.
+            ScoreError: Malformed score or one beyond the limits of `score.limits`.
+            OSError: The score file cannot be read.
             SpeedError: `speed` is not a number.
             PlayAborted: The start pose cannot be reached (nothing moves).
         """
         self._ensure_idle(now_s)
-        source = resolve_source(score, self.play_list, start_bar)
+        point = self.resume_point
+        if point is not None and point.score_path is not None and score == point.play_id:
+            source = folder_source(point.score_path, self.play_list, start_bar)
+        else:
+            source = resolve_source(score, self.play_list, start_bar)
         self.resume_point = None
         chunks = self._begin(source, now_s, current_positions_rad, speed, improv)
         self.audio = '' if start_bar else source.audio
@@ -235,7 +243,11 @@ class PlaySession:
         bar_start = play.timeline.bar_start_after(max(cut_s, 0.0) + HIT_LOOKAHEAD_S)
         if bar_start is not None:
             event = play.timeline.events[bar_start]
-            self.resume_point = ResumePoint(play.timeline.source_of(bar_start).play_id, event.bar)
+            source = play.timeline.source_of(bar_start)
+            listed = self.play_list is not None and source.play_id in self.play_list
+            self.resume_point = ResumePoint(
+                source.play_id, event.bar, None if listed else source.score_path
+            )
             play.timeline.end_silently_at(bar_start)
         return self.resume_point, play.fill(now_s, self.extra_lookahead_s, replace=True)
 
@@ -253,6 +265,27 @@ class PlaySession:
         if cut_s < 0.0:
             return play.finish_at(now_s + self.margin_s, replace=True)
         return play.finish_from_last(replace=True)
+
+    def halted(self, stop_s: float) -> ResumePoint | None:
+        """The robot stopped at `stop_s` without this session (the hardware latched, or a node
+        of the motion path died): nothing after that instant was played. Forgets the play and,
+        for a score, saves a resume point at the bar of the first hit not played.
+
+        Returns:
+            The resume point (None for a HIT, or when every hit had been played).
+        """
+        play = self._play
+        self._play, self.resume_point = None, None
+        if play is None:
+            return None
+        missed = next((hit for hit in play.hits if hit.command_time_s > stop_s), None)
+        if missed is None or not missed.play_id:
+            return None
+        source = next((s for s in play.timeline.sources if s.play_id == missed.play_id), None)
+        listed = self.play_list is not None and missed.play_id in self.play_list
+        self.resume_point = ResumePoint(missed.play_id, missed.hit.bar,
+                                        None if listed or source is None else source.score_path)
+        return self.resume_point
 
     def discard(self) -> None:
         """Forget the current play or HIT without any more motion (its chunks were refused
@@ -370,6 +403,7 @@ class PlaySession:
             self.wrist_torque,
             self.motion_lead_s,
             self.pedal_lead_s,
+            self.play_list,
         )
         self._play, self._reported = play, 0
         return [*play.drum_start(), *play.fill(now_s, self.extra_lookahead_s)]

@@ -5,6 +5,10 @@ row). A score appended in improv mode is chained without a pause: the previous s
 trailing rest rows and the new score's leading rest rows are dropped, and the new score's first
 struck row follows the previous score's last struck row after its own beat (as upstream's
 improv mode does). A PAUSE truncates the timeline at a bar start, whose event is kept silent.
+
+Scores are found through the play list only: a play is requested by play id (`resolve_source`),
+improv chains the other scores of the folder of the entry's score (`folder_source`), and every
+file is opened through `PlayList.read_score`, which opens nothing outside the play list's folder.
 """
 
 from __future__ import annotations
@@ -15,13 +19,13 @@ from pathlib import Path
 
 from phil_control.core.score import (
     PlayList,
+    PlayListError,
     Score,
     ScoreEvent,
     Terminator,
     Window,
     build_windows,
     hit_assignment,
-    load_score,
 )
 from phil_control.core.score.instruments import (
     BASS_INSTRUMENT_ID,
@@ -44,8 +48,9 @@ class PlaySource:
     """One score to play.
 
     Attributes:
-        play_id: Play-list id, or the score path for scores given by path.
-        score_path: The score file.
+        play_id: Play-list id; for a score that improv chained from its folder and that no entry
+            plays, its path relative to the play list's folder.
+        score_path: The score file (in the play list's folder).
         score: The parsed score (possibly read from a start bar).
         audio: Audio track name ('' = silent).
         init_note_right: Drum id 1..9 the right stick starts over.
@@ -65,46 +70,58 @@ class ResumePoint:
     """Where a paused play continues.
 
     Attributes:
-        play_id: Play-list id or score path.
+        play_id: Play-list id (or chained score label, see `PlaySource`).
         bar: First bar not played; RESUME reads the score from this bar on.
+        score_path: The score file, for a chained score that no play-list id names.
     """
 
     play_id: str
     bar: int
+    score_path: Path | None = None
 
 
 def resolve_source(
-    score: str, play_list: PlayList | None = None, start_bar: int = 0
+    play_id: str, play_list: PlayList | None, start_bar: int = 0
 ) -> PlaySource:
-    """Find and read a score given as a play-list id or a file path.
+    """Find and read the score of a play-list id (a path is refused and nothing is opened).
 
     Args:
-        score: Play-list id (looked up first) or a path to a score file.
-        play_list: The play list, or None to accept paths only.
+        play_id: Play-list id.
+        play_list: The play list (None: nothing can be played).
         start_bar: 0 for the whole score, else RESUME semantics (rows of earlier bars skipped).
 
     Raises:
-        FileNotFoundError: Neither a known id nor an existing file.
-        ScoreError: The score is malformed or has no events from `start_bar` on.
+        PlayListError: No play list, a path, or an unknown id; the message lists the valid ids.
+        ScoreError: The score is malformed, exceeds a limit or has no events from `start_bar` on.
+        OSError: The score file cannot be read.
     """
-    bar = start_bar or None
-    if play_list is not None and score in play_list:
-        entry = play_list[score]
-        return PlaySource(
-            play_id=score,
-            score_path=entry.score_path,
-            score=load_score(entry.score_path, start_bar=bar),
-            audio=entry.audio,
-            init_note_right=entry.init_note_right,
-            init_note_left=entry.init_note_left,
-        )
-    path = Path(score)
-    if not path.is_file():
-        known = ', '.join(play_list) if play_list is not None else '(no play list)'
-        raise FileNotFoundError(f'{score!r} is neither a play-list id ({known}) nor a score file')
-    parsed = load_score(path, start_bar=bar)
-    right, left = first_drums(parsed.events)
-    return PlaySource(score, path, parsed, '', right, left)
+    if play_list is None:
+        raise PlayListError('no play list is loaded, so no score can be played')
+    entry = play_list.entry(play_id)
+    return PlaySource(
+        play_id=entry.play_id,
+        score_path=entry.score_path,
+        score=play_list.read_score(entry.score_path, start_bar=start_bar or None),
+        audio=entry.audio,
+        init_note_right=entry.init_note_right,
+        init_note_left=entry.init_note_left,
+    )
+
+
+def folder_source(path: Path, play_list: PlayList, start_bar: int = 0) -> PlaySource:
+    """Read a score of an entry's folder that improv chains (or RESUME continues), silent.
+
+    Its play id is the first entry's that plays the file, else the file's path relative to the
+    play list's folder; the sticks start over its first drums.
+
+    Raises:
+        PlayListError: The file lies outside the play list's folder.
+        ScoreError, OSError: As `resolve_source`.
+    """
+    score = play_list.read_score(path, start_bar=start_bar or None)
+    label = play_list.id_of(path) or play_list.inside(path).relative_to(play_list.root).as_posix()
+    right, left = first_drums(score.events)
+    return PlaySource(label, Path(path), score, '', right, left)
 
 
 def first_drums(events: Iterable[ScoreEvent]) -> tuple[int, int]:

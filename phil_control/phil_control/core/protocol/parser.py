@@ -46,6 +46,8 @@ from phil_control.core.protocol.commands import (
     Start,
 )
 from phil_control.core.protocol.vocabulary import ProtocolVocabulary
+from phil_control.core.score.limits import quote
+from phil_control.core.score.playlist import is_path_like
 
 #: Characters trimmed from the line and from every field, as upstream.
 FIELD_WHITESPACE = ' \t\r\n'
@@ -178,6 +180,9 @@ def _check(command: Command, vocabulary: ProtocolVocabulary) -> None:
             _check_name(command.play_id, vocabulary.play_ids, 1, 'play id')
         elif not command.play_id:
             raise _argument(1, 'play id', 'is empty')
+        elif is_path_like(command.play_id):  # nothing is ever opened for a network command
+            raise _argument(1, 'play id', f'{quote(command.play_id)} is a path; PLAY takes a '
+                            'play-list id (e.g. rock)')
     elif isinstance(command, PlayCtrlSpeed):
         if not (math.isfinite(command.speed) and MIN_PLAY_SPEED <= command.speed
                 <= MAX_PLAY_SPEED):

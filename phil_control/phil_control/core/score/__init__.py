@@ -3,8 +3,11 @@
 Modules:
     instruments: Drum ids, HIT instrument names and the HIT hand rule.
     model: `ScoreEvent`, `Score`, `BpmChange`, `Terminator`, `ScoreError`.
-    parser: `parse_score`, `load_score` and the writer `format_score`.
-    playlist: YAML play lists (project) and upstream `play_list.json`.
+    limits: The physical and cost limits every score is held to, `check_score_limits`.
+    parser: `parse_score`, `load_score`.
+    writer: `format_score`.
+    playlist: YAML play lists (project) and upstream `play_list.json`; scores by play id only.
+    playlist_writer: `write_play_list`, a play list for a folder of score files.
     windows: Sliding look-ahead windows, sample counts with carry, playback speed.
 """
 
@@ -23,7 +26,7 @@ from phil_control.core.score.instruments import (
     hit_instrument_id,
 )
 from phil_control.core.score.model import BpmChange, Score, ScoreError, ScoreEvent, Terminator
-from phil_control.core.score.parser import format_score, load_score, parse_score
+from phil_control.core.score.parser import load_score, parse_score
 from phil_control.core.score.playlist import (
     PlayList,
     PlayListEntry,
@@ -31,6 +34,7 @@ from phil_control.core.score.playlist import (
     load_play_list,
     load_upstream_play_list,
 )
+from phil_control.core.score.playlist_writer import write_play_list
 from phil_control.core.score.windows import (
     SampleCount,
     SpeedError,
@@ -44,6 +48,7 @@ from phil_control.core.score.windows import (
     score_to_wall_time,
     wall_to_score_time,
 )
+from phil_control.core.score.writer import format_score
 
 __all__ = [
     'HIT_INSTRUMENT_IDS',
@@ -80,4 +85,5 @@ __all__ = [
     'score_time_step_s',
     'score_to_wall_time',
     'wall_to_score_time',
+    'write_play_list',
 ]

@@ -11,6 +11,9 @@ from dataclasses import dataclass
 
 from phil_control.core.score.instruments import NO_DRUM
 
+#: The tempo at which one beat unit is one second, beats per minute.
+REFERENCE_BPM = 100.0
+
 
 class ScoreError(ValueError):
     """A malformed score; the message names the source, line and field.

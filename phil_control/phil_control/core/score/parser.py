@@ -1,8 +1,8 @@
-"""Reader and writer for Phil's text score format (FACTS 11.1).
+"""Reader of Phil's text score format (FACTS 11.1); `writer.format_score` writes it.
 
 Format, one item per line, fields separated by tabs or any run of whitespace:
 
-* `bpm<TAB>N` sets the tempo (beats per minute, positive and finite) for the rows that follow;
+* `bpm<TAB>N` sets the tempo (beats per minute, 20..400) for the rows that follow;
   it may appear again later. Before the first `bpm` line the tempo is 100.
 * `end` terminates the score; anything after it on the line (files often say `end<TAB>100`)
   and every later line is ignored. A row whose bar number is negative (Gen-1 `-1`) also
@@ -23,21 +23,43 @@ velocities 0..7, kick and hi-hat 0 or 1. A missing terminator is an error unless
 without events is an error. A drum struck with velocity 0, or a velocity given without a drum,
 occurs in upstream files (e.g. BasicFillin, ThisIsMe, ToYou), so it is accepted and reported in
 `Score.warnings`; `strict=True` turns those warnings into errors for the project's own scores.
+
+Limits (`limits`): every score is also held to physical and cost limits before anything moves:
+tempo 20..400 bpm, at most 10 s between rows, at most 30 min and 20000 rows, bar numbers up to
+9999, offsets up to 100 cm, rows per look-ahead window and samples at the slowest speed. An
+error quotes at most 80 characters of the text, so it never carries a whole line of a file.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
 from phil_control.core.score.instruments import MAX_DRUM_ID, MIN_DRUM_ID, NO_DRUM
-from phil_control.core.score.model import BpmChange, Score, ScoreError, ScoreEvent, Terminator
+from phil_control.core.score.limits import (
+    MAX_BAR,
+    MAX_BPM,
+    MAX_EVENT_GAP_S,
+    MAX_EVENTS,
+    MAX_OFFSET_CM,
+    MAX_SCORE_BYTES,
+    MAX_SCORE_DURATION_S,
+    MIN_BPM,
+    check_score_limits,
+    quote,
+)
+from phil_control.core.score.model import (
+    REFERENCE_BPM,
+    BpmChange,
+    Score,
+    ScoreError,
+    ScoreEvent,
+    Terminator,
+)
 
 DEFAULT_BPM = 100.0
-REFERENCE_BPM = 100.0
 MIN_EVENT_FIELDS = 8
 MAX_EVENT_FIELDS = 10
 MIN_VELOCITY = 0
@@ -60,8 +82,11 @@ FIELD_NAMES = (
     'left offset',
 )
 
+# Longest integer literal converted (longer ones are out of every range).
+_MAX_INTEGER_DIGITS = 18
 _INTEGER_PATTERN = re.compile(r'[+-]?\d+')
-_DECIMAL_PATTERN = re.compile(r'[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?')
+# Unambiguous (no nested repetition), so a long non-number is refused in linear time.
+_DECIMAL_PATTERN = re.compile(r'[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?')
 
 
 class _Row(NamedTuple):
@@ -93,10 +118,18 @@ def load_score(
         strict: See `parse_score`.
 
     Raises:
-        ScoreError: The file is malformed.
+        ScoreError: The file is malformed, exceeds a limit, is larger than `MAX_SCORE_BYTES`
+            or is not UTF-8 text.
         OSError: The file cannot be read.
     """
-    text = Path(path).read_text(encoding='utf-8-sig')
+    with Path(path).open('rb') as file:
+        data = file.read(MAX_SCORE_BYTES + 1)
+    if len(data) > MAX_SCORE_BYTES:
+        raise ScoreError(str(path), f'larger than the limit of {MAX_SCORE_BYTES} bytes')
+    try:
+        text = data.decode('utf-8-sig')
+    except UnicodeDecodeError as error:
+        raise ScoreError(str(path), f'not UTF-8 text (byte {error.start})') from None
     return parse_score(
         text,
         source=str(path),
@@ -130,13 +163,16 @@ def parse_score(
         The parsed score.
 
     Raises:
-        ScoreError: Malformed text; the message names source, line and field.
-        ValueError: `start_bar` is not a non-negative integer.
+        ScoreError: Malformed text or a limit of `limits` exceeded; the message names source,
+            line, field and limit.
+        ValueError: `start_bar` is not an integer 0..MAX_BAR.
     """
     if start_bar is not None and (
-        isinstance(start_bar, bool) or not isinstance(start_bar, int) or start_bar < 0
+        isinstance(start_bar, bool)
+        or not isinstance(start_bar, int)
+        or not 0 <= start_bar <= MAX_BAR
     ):
-        raise ValueError(f'start_bar must be a non-negative integer, got {start_bar!r}')
+        raise ValueError(f'start_bar must be an integer 0..{MAX_BAR}, got {quote(str(start_bar))}')
     events: list[ScoreEvent] = []
     bpm_changes: list[BpmChange] = []
     warnings: list[str] = []
@@ -161,7 +197,21 @@ def parse_score(
         if bar < 0:
             terminator = Terminator.NEGATIVE_BAR
             break
+        if bar > MAX_BAR:
+            raise ScoreError(
+                source, f'{_field_label(fields, 0)} is above the limit of {MAX_BAR}', line_number,
+                field_number=1,
+            )
         row = _parse_row(fields, bar, source, line_number)
+        gap_s = row.beat_units * REFERENCE_BPM / bpm
+        if gap_s > MAX_EVENT_GAP_S:
+            raise ScoreError(
+                source,
+                f'{_field_label(fields, 1)} puts {gap_s:.4g} s after the previous row at '
+                f'{bpm:g} bpm; the limit is {MAX_EVENT_GAP_S:g} s',
+                line_number,
+                2,
+            )
         for field_number, problem in _velocity_problems(row):
             error = ScoreError(source, problem, line_number, field_number)
             if strict:
@@ -172,6 +222,17 @@ def parse_score(
         # Same operation order as upstream, so times (and the 2.4 window test) match bit for bit.
         time_s = row.beat_units * REFERENCE_BPM / bpm + last_time_s
         last_time_s = time_s
+        if time_s > MAX_SCORE_DURATION_S:
+            raise ScoreError(
+                source,
+                f'the score reaches {time_s:.1f} s here; the limit is {MAX_SCORE_DURATION_S:g} s '
+                'at speed 1.0',
+                line_number,
+            )
+        if len(events) >= MAX_EVENTS:
+            raise ScoreError(
+                source, f'more than the limit of {MAX_EVENTS} event rows', line_number
+            )
         events.append(
             ScoreEvent(
                 index=len(events),
@@ -190,7 +251,7 @@ def parse_score(
             f"missing terminator: expected an '{END_KEYWORD}' line or a negative bar number",
             last_line_number,
         )
-    return Score(
+    score = Score(
         source=source,
         events=tuple(events),
         bpm_changes=tuple(bpm_changes),
@@ -198,51 +259,8 @@ def parse_score(
         start_bar=start_bar,
         warnings=tuple(warnings),
     )
-
-
-def format_score(events: Iterable[ScoreEvent], *, with_offsets: bool | None = None) -> str:
-    """Write events in the score text format; `parse_score` reads the result back.
-
-    A `bpm` line is written before the first event and wherever the tempo changes. Numbers are
-    written in their shortest exact form, so beats and tempi round-trip bit for bit.
-
-    Args:
-        events: Events in play order (`index`, `time_s` and `line_number` are not written).
-        with_offsets: Write the legacy offset columns 9/10 (centimetres). None writes them only
-            when some event has a non-zero offset.
-
-    Returns:
-        The score text, ending with `end` and a newline.
-    """
-    events = tuple(events)
-    if with_offsets is None:
-        with_offsets = any(event.right_offset_m or event.left_offset_m for event in events)
-    lines: list[str] = []
-    current_bpm: float | None = None
-    for event in events:
-        if event.bpm != current_bpm:
-            lines.append(f'{BPM_KEYWORD}\t{_format_decimal(event.bpm)}')
-            current_bpm = event.bpm
-        fields = [
-            str(event.bar),
-            _format_decimal(event.beat_units),
-            str(event.right_drum),
-            str(event.left_drum),
-            str(event.right_velocity),
-            str(event.left_velocity),
-            str(int(event.kick)),
-            str(int(event.hihat_closed)),
-        ]
-        if with_offsets:
-            fields.append(_format_decimal(event.right_offset_m / METRES_PER_CENTIMETRE))
-            fields.append(_format_decimal(event.left_offset_m / METRES_PER_CENTIMETRE))
-        lines.append('\t'.join(fields))
-    lines.append(END_KEYWORD)
-    return '\n'.join(lines) + '\n'
-
-
-def _format_decimal(value: float) -> str:
-    return repr(float(value))
+    check_score_limits(score)
+    return score
 
 
 def _parse_bpm(fields: list[str], source: str, line_number: int) -> float:
@@ -255,10 +273,15 @@ def _parse_bpm(fields: list[str], source: str, line_number: int) -> float:
         )
     text = fields[1]
     if not _DECIMAL_PATTERN.fullmatch(text):
-        raise ScoreError(source, f'bpm {text!r} is not a number', line_number, 2)
+        raise ScoreError(source, f'bpm {quote(text)} is not a number', line_number, 2)
     bpm = float(text)
-    if not (math.isfinite(bpm) and bpm > 0.0):
-        raise ScoreError(source, f'bpm {text!r} must be positive and finite', line_number, 2)
+    if not MIN_BPM <= bpm <= MAX_BPM:
+        raise ScoreError(
+            source,
+            f'bpm {quote(text)} is outside the limits {MIN_BPM:g}..{MAX_BPM:g} bpm',
+            line_number,
+            2,
+        )
     return bpm
 
 
@@ -283,7 +306,7 @@ def _parse_row(fields: list[str], bar: int, source: str, line_number: int) -> _R
     ]
     kick, hihat_closed = (_parse_ranged(fields, i, 0, 1, source, line_number) for i in (6, 7))
     offsets_m = [
-        _parse_decimal(fields, i, source, line_number) * METRES_PER_CENTIMETRE
+        _parse_offset_cm(fields, i, source, line_number) * METRES_PER_CENTIMETRE
         if i < len(fields)
         else 0.0
         for i in (8, 9)
@@ -320,7 +343,7 @@ def _velocity_problems(row: _Row) -> list[tuple[int, str]]:
 
 
 def _field_label(fields: list[str], index: int) -> str:
-    return f'{FIELD_NAMES[index]} {fields[index]!r}'
+    return f'{FIELD_NAMES[index]} {quote(fields[index])}'
 
 
 def _parse_integer(fields: list[str], index: int, source: str, line_number: int) -> int:
@@ -332,6 +355,10 @@ def _parse_integer(fields: list[str], index: int, source: str, line_number: int)
             f'{_field_label(fields, index)} is not an integer{hint}',
             line_number,
             index + 1,
+        )
+    if len(text.lstrip('+-')) > _MAX_INTEGER_DIGITS:
+        raise ScoreError(
+            source, f'{_field_label(fields, index)} is too large', line_number, index + 1
         )
     return int(text)
 
@@ -360,5 +387,17 @@ def _parse_decimal(fields: list[str], index: int, source: str, line_number: int)
     if not math.isfinite(value):
         raise ScoreError(
             source, f'{_field_label(fields, index)} is not finite', line_number, index + 1
+        )
+    return value
+
+
+def _parse_offset_cm(fields: list[str], index: int, source: str, line_number: int) -> float:
+    value = _parse_decimal(fields, index, source, line_number)
+    if abs(value) > MAX_OFFSET_CM:
+        raise ScoreError(
+            source,
+            f'{_field_label(fields, index)} is beyond the limit of +-{MAX_OFFSET_CM:g} cm',
+            line_number,
+            index + 1,
         )
     return value

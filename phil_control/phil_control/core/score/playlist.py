@@ -8,12 +8,19 @@ Project format (`scores/play_list.yaml`): a YAML mapping from play id to an entr
       init_note_right: 8                # drum id 1..9 the right stick starts over
       init_note_left: 1                 # drum id 1..9 the left stick starts over
 
-Play ids must be strings (quote ids YAML would read as numbers or booleans, e.g. 'ON', '1').
-Unknown entry keys are errors, so typos do not pass silently.
+Play ids must be strings (quote ids YAML would read as numbers or booleans, e.g. 'ON', '1')
+without '/', '\\' or '..'. Unknown entry keys are errors, so typos do not pass silently.
+
+Confinement: the play list's folder (`PlayList.root`) holds every score a play may open. An entry
+whose score is absolute, goes up with '..' or resolves (through a symlink) outside that folder is
+an error when the list is loaded, and `PlayList.read_score` checks again when a score is opened.
+A play is requested by play id only (`PlayList.entry`): a path is refused, nothing is opened for
+it, and the refusal lists the valid ids.
 
 Upstream format (`drumrobot_server/config/play_list.json`, read for compatibility):
 `{"play_list": {id: {"score": name, "audio": name, "init_note_r": n, "init_note_l": n}}}`,
-where `name` is a file stem under `drumrobot_server/data/scores/` (`<name>.txt`).
+where `name` is a file stem under `drumrobot_server/data/scores/` (`<name>.txt`); that
+scores folder is the list's `root`.
 """
 
 from __future__ import annotations
@@ -28,11 +35,16 @@ from typing import Any
 import yaml
 
 from phil_control.core.score.instruments import MAX_DRUM_ID
+from phil_control.core.score.limits import quote
+from phil_control.core.score.model import Score
+from phil_control.core.score.parser import load_score
 
 MIN_INIT_NOTE = 1
 MAX_INIT_NOTE = MAX_DRUM_ID
 UPSTREAM_PLAY_LIST_KEY = 'play_list'
 UPSTREAM_SCORE_SUFFIX = '.txt'
+#: Text a play id may not contain: what makes a path of it.
+PATH_MARKERS = ('/', '\\', '..')
 
 
 class PlayListError(ValueError):
@@ -65,13 +77,17 @@ class PlayList:
     Attributes:
         source: The play list file.
         entries: Entries by play id, in file order.
+        root: The folder every score must lie in (resolved); default the play list's folder.
     """
 
     source: Path
     entries: Mapping[str, PlayListEntry]
+    root: Path | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, 'entries', MappingProxyType(dict(self.entries)))
+        root = self.root if self.root is not None else Path(self.source).parent
+        object.__setattr__(self, 'root', Path(root).resolve())
 
     def __getitem__(self, play_id: str) -> PlayListEntry:
         return self.entry(play_id)
@@ -85,19 +101,62 @@ class PlayList:
     def __len__(self) -> int:
         return len(self.entries)
 
-    def entry(self, play_id: str) -> PlayListEntry:
-        """Return the entry of a play id.
+    def entry(self, play_id: object) -> PlayListEntry:
+        """Return the entry of a play id (nothing is opened).
 
         Raises:
-            PlayListError: Unknown id; the message lists the known ids.
+            PlayListError: Not a string, a path or an unknown id; the message lists the known
+                ids and quotes at most 80 characters of the request.
         """
-        try:
+        if isinstance(play_id, str) and play_id in self.entries:
             return self.entries[play_id]
-        except KeyError:
-            known = ', '.join(self.entries) or '(none)'
+        text = play_id if isinstance(play_id, str) else repr(play_id)
+        if is_path_like(text):
+            problem = f'{quote(text)} is not a play id: scores are played by id, not by path'
+        else:
+            problem = f'unknown play id {quote(text)}'
+        known = ', '.join(self.entries) or '(none)'
+        raise PlayListError(f'{self.source}: {problem}; known ids: {known}')
+
+    def inside(self, path: str | Path) -> Path:
+        """The resolved `path`, checked to lie in `root`.
+
+        Raises:
+            PlayListError: It resolves outside `root` (also through a symlink).
+        """
+        resolved = Path(path).resolve()
+        if not resolved.is_relative_to(self.root):
             raise PlayListError(
-                f'{self.source}: unknown play id {play_id!r}; known ids: {known}'
-            ) from None
+                f"{self.source}: {path} is outside the play list's folder {self.root}"
+            )
+        return resolved
+
+    def read_score(self, path: str | Path, *, start_bar: int | None = None) -> Score:
+        """Parse a score file that lies in `root` (the only way a play opens a score).
+
+        Args:
+            path: The score file (an entry's `score_path` or a file of its folder).
+            start_bar: RESUME semantics; see `parse_score`.
+
+        Raises:
+            PlayListError: The file lies outside `root`.
+            ScoreError: The score is malformed or exceeds a limit.
+            OSError: The file cannot be read.
+        """
+        return load_score(self.inside(path), start_bar=start_bar)
+
+    def id_of(self, path: str | Path) -> str | None:
+        """The first play id whose score is `path` (None when no entry plays it)."""
+        resolved = Path(path).resolve()
+        return next(
+            (key for key, entry in self.entries.items() if entry.score_path.resolve() == resolved),
+            None,
+        )
+
+
+def is_path_like(text: str) -> bool:
+    """True when `text` contains '/', '\\' or '..' (what a path has and a play id may not)."""
+    return any(marker in text for marker in PATH_MARKERS)
 
 
 @dataclass(frozen=True)
@@ -138,18 +197,13 @@ def load_play_list(path: str | Path, *, require_scores: bool = True) -> PlayList
     try:
         document = yaml.safe_load(path.read_text(encoding='utf-8'))
     except yaml.YAMLError as error:
-        raise PlayListError(f'{path}: not valid YAML: {error}') from error
+        raise PlayListError(f'{path}: not valid YAML{_yaml_problem(error)}') from None
     base = path.resolve().parent
 
     def resolve_score(play_id: str, score: str) -> Path:
-        if Path(score).is_absolute():
-            raise PlayListError(
-                f"{path}: entry {play_id!r}: 'score' must be relative to the play list's "
-                f'folder, got {score!r}'
-            )
-        return base / score
+        return _confined(path, play_id, base, score)
 
-    return _build_play_list(path, document, _PROJECT_KEYS, resolve_score, require_scores)
+    return _build_play_list(path, document, _PROJECT_KEYS, resolve_score, require_scores, base)
 
 
 def load_upstream_play_list(
@@ -173,8 +227,8 @@ def load_upstream_play_list(
     path = Path(path)
     try:
         document = json.loads(path.read_text(encoding='utf-8'))
-    except json.JSONDecodeError as error:
-        raise PlayListError(f'{path}: not valid JSON: {error}') from error
+    except json.JSONDecodeError as error:  # its message quotes no text
+        raise PlayListError(f'{path}: not valid JSON: {error}') from None
     if not isinstance(document, dict) or set(document) != {UPSTREAM_PLAY_LIST_KEY}:
         raise PlayListError(
             f'{path}: expected an object with the single key {UPSTREAM_PLAY_LIST_KEY!r}'
@@ -185,12 +239,37 @@ def load_upstream_play_list(
         else path.resolve().parent.parent / 'data' / 'scores'
     )
 
-    def resolve_score(_play_id: str, score: str) -> Path:
-        return base / f'{score}{UPSTREAM_SCORE_SUFFIX}'
+    def resolve_score(play_id: str, score: str) -> Path:
+        return _confined(path, play_id, base, f'{score}{UPSTREAM_SCORE_SUFFIX}')
 
     return _build_play_list(
-        path, document[UPSTREAM_PLAY_LIST_KEY], _UPSTREAM_KEYS, resolve_score, require_scores
+        path, document[UPSTREAM_PLAY_LIST_KEY], _UPSTREAM_KEYS, resolve_score, require_scores,
+        base,
     )
+
+
+def _confined(path: Path, play_id: str, base: Path, score: str) -> Path:
+    """`base / score`, refused unless it stays in `base` (no absolute path, no '..', no symlink
+    out of it)."""
+    where = f"{path}: entry {play_id!r}: 'score'"
+    relative = Path(score)
+    if relative.is_absolute():
+        problem = f"must be relative to the play list's folder {base}"
+    elif '..' in relative.parts:
+        problem = f"must not go up with '..' (it must stay in {base})"
+    elif not (resolved := (base / relative).resolve()).is_relative_to(base):
+        problem = f"resolves to {resolved}, outside the play list's folder {base}"
+    else:
+        return base / relative
+    raise PlayListError(f'{where} {problem}, got {quote(score)}')
+
+
+def _yaml_problem(error: yaml.YAMLError) -> str:
+    """Where and what, without the quoted text of the file a YAML error message carries."""
+    mark = getattr(error, 'problem_mark', None)
+    where = f' at line {mark.line + 1}, column {mark.column + 1}' if mark is not None else ''
+    problem = getattr(error, 'problem', None)
+    return f'{where}: {quote(problem)}' if problem else where
 
 
 def _build_play_list(
@@ -199,6 +278,7 @@ def _build_play_list(
     keys: _EntryKeys,
     resolve_score: Callable[[str, str], Path],
     require_scores: bool,
+    root: Path,
 ) -> PlayList:
     if not isinstance(document, dict) or not document:
         raise PlayListError(f'{path}: expected a non-empty mapping of play id to entry')
@@ -208,13 +288,17 @@ def _build_play_list(
             raise PlayListError(
                 f'{path}: play id {play_id!r} must be a non-empty string (quote it in YAML)'
             )
+        if is_path_like(play_id):
+            raise PlayListError(
+                f"{path}: play id {quote(play_id)} must not contain '/', '\\' or '..'"
+            )
         entry = _build_entry(path, play_id, raw_entry, keys, resolve_score)
         if require_scores and not entry.score_path.is_file():
             raise PlayListError(
                 f'{path}: entry {play_id!r}: score file not found: {entry.score_path}'
             )
         entries[play_id] = entry
-    return PlayList(source=path, entries=entries)
+    return PlayList(source=path, entries=entries, root=root)
 
 
 def _build_entry(

@@ -12,11 +12,10 @@ wall time = score time / speed.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from phil_control.core.score.model import Score, ScoreEvent
-from phil_control.core.score.parser import REFERENCE_BPM
+from phil_control.core.score.model import REFERENCE_BPM, Score, ScoreEvent
 
 LOOKAHEAD_BEAT_UNITS = 2.4
 SAMPLE_PERIOD_S = 0.005
@@ -113,18 +112,40 @@ def build_windows(score: Score | Sequence[ScoreEvent]) -> list[Window]:
     events = score.events if isinstance(score, Score) else tuple(score)
     if not events:
         return []
-    timeline = (make_dummy_event(events[0]), *events)
-    windows: list[Window] = []
+    timeline = _timeline(events)
+    return [
+        Window(timeline[start : end + 1], is_tail=not closed)
+        for start, end, closed in _bounds(timeline)
+    ]
+
+
+def window_bounds(events: Sequence[ScoreEvent]) -> Iterator[tuple[int, int]]:
+    """(first, last) index of each window of `build_windows` in the events preceded by the
+    silent event (index 0), without building the windows (cost checks of long scores).
+
+    Args:
+        events: The events in play order (times non-decreasing).
+    """
+    if events:
+        for start, end, _closed in _bounds(_timeline(events)):
+            yield start, end
+
+
+def _timeline(events: Sequence[ScoreEvent]) -> tuple[ScoreEvent, ...]:
+    return (make_dummy_event(events[0]), *events)
+
+
+def _bounds(timeline: Sequence[ScoreEvent]) -> Iterator[tuple[int, int, bool]]:
+    """(first, last, emitted by the span test) of each window; see `build_windows`."""
     start = 0
     for end in range(1, len(timeline)):
         if _span_beat_units(timeline[start], timeline[end]) >= LOOKAHEAD_BEAT_UNITS:
-            windows.append(Window(timeline[start : end + 1], is_tail=False))
+            yield start, end, True
             start += 1
     last = len(timeline) - 1
     while start < last:
-        windows.append(Window(timeline[start:], is_tail=True))
+        yield start, last, False
         start += 1
-    return windows
 
 
 def _span_beat_units(first: ScoreEvent, last: ScoreEvent) -> float:

@@ -12,6 +12,7 @@ replies are collected on the following ticks.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from phil_hardware.core.chunk_queue import ChunkQueue, ControlMode
@@ -135,8 +136,19 @@ class BusController(FeedbackReceiver):
         self.safety.estop(self.clock.now(), reason)
         self.enter_hold()
 
+    def fault(self, reason: str) -> None:
+        """Latch a fault of the graph around the loop (a node on the motion path died or
+        stopped responding) and hold the measured pose."""
+        if self.safety.latch(FaultCode.PROCESS_DIED, '', reason, self.clock.now()) is not None:
+            self.enter_hold()
+
     def reset(self) -> list[str]:
-        """Clear faults whose cause is gone; returns reasons for those that stay."""
+        """Clear faults whose cause is gone; returns reasons for those that stay.
+
+        Every joint then holds where it is measured now, not where it was held: a joint may have
+        moved while the latch held it (a drive without torque, feedback that came back late),
+        and the next motion starts from the pose the targets hold.
+        """
         now = self.clock.now()
         reasons = self.safety.reset(now)
         if reasons or not self.holding:
@@ -144,15 +156,16 @@ class BusController(FeedbackReceiver):
         self.holding = False
         if self.lifecycle != Lifecycle.ACTIVE:
             return reasons
-        targets = list(self.queue.target_rad)
+        targets = [float(measured) if self.present[index] and math.isfinite(measured)
+                   else target
+                   for index, (measured, target) in enumerate(zip(
+                       self.measured.position_rad, self.queue.target_rad, strict=True))]
         for bus, drives in self._active_epos:
             for drive in drives:
                 if drive.enabled:
                     continue
-                # A drive shut down on a range violation may have been moved since: it
-                # restarts where it is, not at the target it had before the fault.
+                # A drive shut down on a range violation restarts where it is.
                 measured = self.measured.position_rad[drive.index]
-                targets[drive.index] = measured
                 drive.enabled = True
                 drive.mode = epos4_codec.ModeOfOperation.CYCLIC_SYNC_POSITION
                 for frame in sequences.reenable_frames(drive, measured):
