@@ -16,8 +16,7 @@ from workspace import ROOT
 from phil_bringup.core.node_set import NODE_SET, nodes_for
 
 LAUNCH_FILE = ROOT / 'phil_bringup' / 'launch' / 'robot.launch.py'
-COMMAND_PATH = ('tcp_bridge', 'behavior_planner', 'trajectory_generator', 'score_player',
-                'hardware')
+COMMAND_PATH = ('behavior_planner', 'trajectory_generator', 'score_player', 'hardware')
 
 
 def installed_prefix(package: str) -> Path:
@@ -108,6 +107,10 @@ def test_the_command_path_runs_real_time_below_the_bus_loop():
     bus_loop = yaml.safe_load(sim_file.read_text())['hardware']['ros__parameters'][
         'sched_priority']
     assert COMMAND_PATH_RT_PRIORITY < by_name['device_simulator'].rt_priority < bus_loop
+    # The ESTOP line is read ahead of everything but the bus loop that latches it.
+    assert by_name['device_simulator'].rt_priority < by_name['tcp_bridge'].rt_priority < \
+        bus_loop
+    assert by_name['tcp_bridge'].niceness == COMMAND_PATH_NICENESS
     assert sched_prefix(by_name['description_publisher']) == []
 
 

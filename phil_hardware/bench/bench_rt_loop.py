@@ -29,7 +29,6 @@ import argparse
 import json
 import math
 import multiprocessing
-import os
 import random
 import subprocess
 import sys
@@ -44,7 +43,13 @@ from phil_description.core import CanBusParams, SerialBusParams, default_robot_m
 from phil_hardware.core.bus_controller import controller_config_from_model
 from phil_hardware.core.chunk_queue import TrajectoryChunk
 from phil_hardware.core.codecs import epos4
-from phil_hardware.core.realtime import RealtimeConfig, apply_realtime, sleep_until
+from phil_hardware.core.realtime import (
+    RealtimeConfig,
+    apply_realtime,
+    sleep_until,
+    steal_during,
+    steal_ms,
+)
 from phil_hardware.core.safety import SafetyConfig
 from phil_hardware.core.transport import open_can_bus
 from phil_hardware.rt import BusLoopClient, BusLoopConfig
@@ -104,23 +109,6 @@ def start_simulator(base: int, link: Path) -> subprocess.Popen:
         if not line or 'ready' in line:
             break
     return process
-
-
-def steal_ms() -> float | None:
-    """CPU time the hypervisor took from this VM so far, all CPUs [ms] (/proc/stat, 10 ms
-    resolution), or None where there is no such count."""
-    try:
-        with open('/proc/stat') as stat:
-            fields = stat.readline().split()
-        return int(fields[8]) * 1000.0 / os.sysconf('SC_CLK_TCK')
-    except (OSError, IndexError, ValueError):
-        return None
-
-
-def steal_during(before: float | None) -> float | None:
-    """Steal time since ``before`` [ms]."""
-    after = steal_ms()
-    return None if before is None or after is None else round(after - before, 1)
 
 
 def tick_row(mode: str, lateness_s: np.ndarray, **extra) -> dict:

@@ -66,6 +66,11 @@ COMMAND_PATH_NICENESS = -10
 #: simulated drive went silent: FEEDBACK_TIMEOUT on all 13 joints. The commands pay a little
 #: for it: they wait for the simulator's ~0.5 ms bursts (measured in the README's table).
 SIMULATOR_RT_PRIORITY = 20
+#: The TCP bridge is where an ESTOP line arrives (it adds to the ESTOP word itself): ahead of
+#: the command path and the simulated drives, so the line is read at once. At the command
+#: path's priority it waited for a round-robin slice of a busy peer: TCP ESTOP -> latched p99
+#: 100-300 ms. It does little work of its own; the planner does the deciding.
+ESTOP_PATH_RT_PRIORITY = 25
 
 #: Start order: the simulated devices first (the hardware node discovers them at start-up).
 NODE_SET: tuple[NodeSpec, ...] = (
@@ -91,8 +96,7 @@ NODE_SET: tuple[NodeSpec, ...] = (
              parameter_file='behavior_planner.yaml', niceness=COMMAND_PATH_NICENESS,
              rt_priority=COMMAND_PATH_RT_PRIORITY, motion_path=True, watches='graph'),
     NodeSpec('phil_control', 'tcp_bridge', 'tcp_bridge', parameter_file='tcp_bridge.yaml',
-             niceness=COMMAND_PATH_NICENESS,
-             rt_priority=COMMAND_PATH_RT_PRIORITY),
+             niceness=COMMAND_PATH_NICENESS, rt_priority=ESTOP_PATH_RT_PRIORITY),
 )
 
 

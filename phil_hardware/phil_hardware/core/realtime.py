@@ -184,3 +184,21 @@ def sleep_until(deadline_s: float, spin_s: float,
     while now < deadline_s:
         now = clock()
     return now
+
+
+def steal_ms() -> float | None:
+    """CPU time the hypervisor took from this VM so far, all CPUs [ms] (/proc/stat, 10 ms
+    resolution), or None where there is no such count. Benchmarks report it beside timing
+    figures: a stolen vCPU stalls any code on it."""
+    try:
+        with open('/proc/stat') as stat:
+            fields = stat.readline().split()
+        return int(fields[8]) * 1000.0 / os.sysconf('SC_CLK_TCK')
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def steal_during(before: float | None) -> float | None:
+    """Steal time since ``before`` (a ``steal_ms()`` reading) [ms]."""
+    after = steal_ms()
+    return None if before is None or after is None else round(after - before, 1)

@@ -49,6 +49,7 @@ EXIT_NODE_GONE = 2
 EXIT_TERMINATED = 3
 OLDER_GENERATION_EVERY = 10  # every tenth collection also takes generation 1
 NODE_CHECK_EVERY_TICKS = 100  # the node's process state (/proc), in spare time
+ESTOP_ROUTES_WINDOW_S = 0.2   # ESTOP word changes this close together are one ESTOP
 
 
 def quiet_phase(cycle: CycleConfig, every: int) -> int:
@@ -258,7 +259,12 @@ class BusLoop:
             return
         requests = word.count()
         if requests != self._estop_seen:
-            self._estop_seen, self._estop_seen_s = requests, self.clock()
+            now = self.clock()
+            # One ESTOP comes by several routes (the TCP bridge, then the planner): the latch
+            # time is the first one's.
+            if not now - self._estop_seen_s < ESTOP_ROUTES_WINDOW_S:
+                self._estop_seen_s = now
+            self._estop_seen = requests
             self.controller.estop('emergency stop (ESTOP word)')
 
     def _check_node(self, now: float) -> None:

@@ -87,7 +87,7 @@ class BusSnapshot:
     commands_handled: int
     trace_count: int
     estop_seen: int = 0             # ESTOP word count the loop has acted on
-    estop_seen_s: float = math.nan  # when it last saw the count change (robot monotonic, s)
+    estop_seen_s: float = math.nan  # when it acted on the latest ESTOP (robot monotonic, s)
     buses: dict[str, BusCounters] = field(default_factory=dict)
     realtime_report: dict = field(default_factory=dict)
     messages: tuple[str, ...] = ()
