@@ -176,10 +176,15 @@ class PlannerLikeHandler:
         self._thread.join(10.0)
 
 
+# The server's own speed: its input rates (max_lines_per_s, max_commands_per_s) would measure
+# the pacing instead.
+UNPACED = {'max_lines_per_s': 0.0, 'max_commands_per_s': 0.0}
+
+
 def bench_flood(name: str, handler, vocabulary: ProtocolVocabulary, count: int,
                 flood_lines: int) -> None:
     """GET_STATUS round trips without, then with, another client pipelining commands."""
-    with TcpServer(handler, vocabulary, TcpServerConfig(port=0)) as server:
+    with TcpServer(handler, vocabulary, TcpServerConfig(port=0, **UNPACED)) as server:
         baseline = summary('baseline', round_trips(server.address, count))
         host, port = server.address
         flooder = subprocess.Popen([sys.executable, '-c', PIPELINER, host, str(port),
@@ -217,7 +222,7 @@ def main() -> None:
 
     machine = StateMachine(BehaviorConfig(pose_names=tuple(model.poses)))
     handler = MachineCommandHandler(machine, commanded_rad=lambda: model.poses['home'])
-    with TcpServer(handler, vocabulary, TcpServerConfig(port=0)) as server:
+    with TcpServer(handler, vocabulary, TcpServerConfig(port=0, **UNPACED)) as server:
         emit(summary('tcp_get_status_rtt', round_trips(server.address, args.round_trips)))
         host, port = server.address
         flooder = subprocess.Popen([sys.executable, '-c', FLOODER, host, str(port), '4'])

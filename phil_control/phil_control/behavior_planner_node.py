@@ -75,6 +75,7 @@ from phil_msgs.srv import Command, SetSpeed, Trigger
 
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                      reliability=ReliabilityPolicy.RELIABLE)
+REJECTION_LOG_PERIOD_S = 1.0
 TRIGGER_COMMANDS = {'start': cmd.Start, 'ready': cmd.Ready, 'quit': cmd.Quit,
                     'pause': cmd.Pause, 'resume': cmd.Resume, 'stop': cmd.PlayCtrlStop,
                     'estop': cmd.Estop, 'reset': cmd.Reset}
@@ -163,9 +164,13 @@ class BehaviorPlanner(Node):
         name = type(command).__name__
         if reply.accepted:
             self.get_logger().info(f'{name} accepted; state {state}')
+            self._publish_status()
         else:
-            self.get_logger().info(f'{name} rejected: {reply.reason}')
-        self._publish_status()
+            # A refusal changes nothing but last_rejection, which the next periodic status
+            # carries; and a flood of them must cost the real-time command path little (the
+            # TCP bridge's commands.csv has every line).
+            self.get_logger().info(f'{name} rejected: {reply.reason}',
+                                   throttle_duration_sec=REJECTION_LOG_PERIOD_S)
         return reply
 
     def _motion_refusal(self, command) -> str:
@@ -175,10 +180,9 @@ class BehaviorPlanner(Node):
                 self._machine.state is not RobotState.IDLE:
             return ''
         op = command.opcode.value
-        for node in MOTION_PATH:
-            reason = self._down_reason(node)
-            if reason:
-                return f'{op} rejected: {reason}'
+        down = [d.reason for d in self._watch.down() if d.node in MOTION_PATH]
+        if down:
+            return f'{op} rejected: {down[0]}'
         queued = self._links.motions_queued
         if queued >= MAX_QUEUED_MOTIONS:
             return (f'{op} rejected: motion queue full ({queued} motions queued or running, '

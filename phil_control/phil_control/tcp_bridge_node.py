@@ -5,7 +5,8 @@ exactly as the state machine would for any route; the reply (accepted, reason) i
 acknowledged mode reports. GET_STATUS is answered at once from the latest /phil/status.
 Parameters: ``address`` (127.0.0.1), ``port`` (1951), ``max_line_bytes`` (4096),
 ``max_clients`` (16), ``reply_timeout_s`` (2.0), ``idle_timeout_s`` (3600, 0 = never),
-``log_dir`` ('' = no command log).
+``max_lines_per_s`` (100 per client), ``max_commands_per_s`` (20, all clients; 0 = no limit),
+``liveness_timeout_s``, ``log_dir`` ('' = no command log).
 
 The TCP server runs on its own thread (asyncio); it calls the handler in a worker thread,
 which waits at most ``reply_timeout_s`` for the planner's answer while the other clients are
@@ -129,6 +130,8 @@ class TcpBridge(Node):
         max_clients = int(self.declare_parameter('max_clients', 16).value)
         timeout_s = float(self.declare_parameter('reply_timeout_s', 2.0).value)
         idle_timeout_s = float(self.declare_parameter('idle_timeout_s', 3600.0).value)
+        max_lines_per_s = float(self.declare_parameter('max_lines_per_s', 100.0).value)
+        max_commands_per_s = float(self.declare_parameter('max_commands_per_s', 20.0).value)
         log_dir = str(self.declare_parameter('log_dir', '').value)
         if not 0 <= port <= 65535 or timeout_s <= 0:
             raise ValueError(f'tcp_bridge: port {port} must be 0..65535 and reply_timeout_s '
@@ -147,7 +150,9 @@ class TcpBridge(Node):
                                  TcpServerConfig(host=address, port=port,
                                                  max_line_bytes=max_line,
                                                  max_clients=max_clients,
-                                                 idle_timeout_s=idle_timeout_s),
+                                                 idle_timeout_s=idle_timeout_s,
+                                                 max_lines_per_s=max_lines_per_s,
+                                                 max_commands_per_s=max_commands_per_s),
                                  command_log=self._log, clock=time.monotonic)
         host, bound_port = self._server.start()
         self.get_logger().info(f'listening on {host}:{bound_port} (brain protocol; send '

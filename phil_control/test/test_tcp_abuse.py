@@ -12,12 +12,14 @@ import random
 import socket
 import subprocess
 import sys
+import time
 
 import pytest
 from test_tcp_support import STATUS_LINE, GatedHandler, LineClient, running_server, wait_until
 
 from phil_control.core.protocol import Estop, Hit, Look, Quit
 from phil_control.tcp.command_log import CommandCsvLog
+from phil_control.tcp.config import TokenBucket
 
 LINE_LIMIT = 4096
 
@@ -286,6 +288,61 @@ def test_two_thousand_bad_lines_do_not_grow_commands_csv_past_its_cap(tmp_path):
     assert "argument 2 (angle of 'waist')" in bad[5]
 
 
+def test_a_token_bucket_gives_its_rate_and_saves_a_second_of_it():
+    bucket = TokenBucket(10.0, now_s=0.0)
+    for _ in range(10):                       # a second's worth at once
+        assert bucket.wait_s(0.0) == 0.0
+        bucket.take(0.0)
+    assert bucket.wait_s(0.0) == pytest.approx(0.1)
+    assert bucket.wait_s(0.05) == pytest.approx(0.05)
+    assert bucket.wait_s(0.1) == 0.0
+    bucket.take(0.1)
+    assert bucket.wait_s(100.0) == 0.0        # idle for long: still one second's worth
+    for _ in range(10):
+        bucket.take(100.0)
+    assert bucket.wait_s(100.0) > 0.0
+    unlimited = TokenBucket(0.0, now_s=0.0)
+    for _ in range(1000):
+        unlimited.take(0.0)
+    assert unlimited.wait_s(0.0) == 0.0
+
+
+class HeldClock:
+    """A pace clock that moves only when the test says."""
+
+    def __init__(self) -> None:
+        self.now_s = 100.0
+
+    def __call__(self) -> float:
+        return self.now_s
+
+
+def test_a_flood_waits_unread_beyond_the_rates_and_loses_nothing():
+    """Beyond its line rate a client's lines wait (not refused), and the commands of every
+    client together reach the handler no faster than their rate: a flood cannot keep the
+    real-time command path busy. The pace clock stands still until the test moves it."""
+    clock = HeldClock()
+    with running_server(max_lines_per_s=5.0, max_commands_per_s=3.0, pace_clock=clock) as (
+            server, handler):
+        client = LineClient(server.address)
+        client.ack()                                   # one of its second's five lines
+        client.send('GET_STATUS\n' * 8)
+        assert client.lines(4) == [STATUS_LINE.strip()] * 4
+        assert client.nothing_within(0.3)              # the rest waits, unread, unrefused
+        clock.now_s += 1.0
+        assert client.lines(4) == [STATUS_LINE.strip()] * 4   # the next second's: not lost
+        other = LineClient(server.address)
+        other.send('LOOK|0|0\n' * 7)
+        wait_until(lambda: len(handler.calls) == 3, 'a second of commands')
+        time.sleep(0.3)                                # no more come while the clock stands
+        assert len(handler.calls) == 3
+        clock.now_s += 1.0
+        wait_until(lambda: len(handler.calls) == 6, 'the next second of commands')
+        clock.now_s += 1.0
+        wait_until(lambda: len(handler.calls) == 7, 'every command')
+        assert all(isinstance(command, Look) for command in handler.commands())
+
+
 def test_invalid_server_configuration():
     from phil_control.tcp import TcpServerConfig
     with pytest.raises(ValueError, match='max_line_bytes'):
@@ -296,4 +353,8 @@ def test_invalid_server_configuration():
         TcpServerConfig(idle_timeout_s=-1.0)
     with pytest.raises(ValueError, match='idle_timeout_s'):
         TcpServerConfig(idle_timeout_s=math.nan)
+    with pytest.raises(ValueError, match='max_lines_per_s'):
+        TcpServerConfig(max_lines_per_s=-1.0)
+    with pytest.raises(ValueError, match='max_commands_per_s'):
+        TcpServerConfig(max_commands_per_s=math.inf)
     assert socket.AF_INET  # loopback only: every test above binds 127.0.0.1 port 0

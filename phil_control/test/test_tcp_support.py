@@ -114,6 +114,20 @@ class LineClient:
         self.send('PROTOCOL|2\n')
         assert self.line() == 'OK|PROTOCOL'
 
+    def nothing_within(self, seconds: float) -> bool:
+        """No complete line arrives within ``seconds`` (what does arrive stays buffered)."""
+        if b'\n' in self._buffer:
+            return False
+        self.sock.settimeout(seconds)
+        try:
+            chunk = self.sock.recv(65536)
+        except TimeoutError:
+            return True
+        finally:
+            self.sock.settimeout(TIMEOUT_S)
+        self._buffer += chunk
+        return b'\n' not in self._buffer and bool(chunk)
+
     def closed_by_server(self) -> bool:
         try:
             return self.sock.recv(65536) == b''
@@ -134,11 +148,15 @@ def wait_until(predicate, what: str, timeout_s: float = TIMEOUT_S) -> None:
 
 
 @contextlib.contextmanager
-def running_server(handler=None, host: str = '127.0.0.1', log=None, **config):
-    """A started server on an ephemeral port; stopped (and checked stopped) afterwards."""
+def running_server(handler=None, host: str = '127.0.0.1', log=None, pace_clock=time.monotonic,
+                   **config):
+    """A started server on an ephemeral port; stopped (and checked stopped) afterwards. Its
+    input rates are not limited unless a test says so (``max_lines_per_s``,
+    ``max_commands_per_s``): floods here test fairness and bounds, not pacing."""
     handler = handler or RecordingHandler()
+    config = {'max_lines_per_s': 0.0, 'max_commands_per_s': 0.0, **config}
     server = TcpServer(handler, VOCABULARY, TcpServerConfig(host=host, port=0, **config),
-                       command_log=log)
+                       command_log=log, pace_clock=pace_clock)
     server.start()
     try:
         yield server, handler

@@ -1,10 +1,11 @@
 """Heartbeats and the liveness watch of a node (``phil_description.core.liveness``).
 
-Every node of the graph sends ``/phil/heartbeat`` ten times a second from its executor, with its
+Every node of the graph sends ``/phil/heartbeat`` twice a second from its executor, with its
 process id; nodes that must know whether others run (the hardware, the planner, the score
 player, the TCP bridge) watch those they depend on. A watched node whose process exited or is
-stopped is down at the next check (a tenth of a second); one that runs but has sent nothing for
-the liveness timeout (its executor hangs) is down then.
+stopped is down at the next check (ten a second, from /proc: no message needed); one that runs
+but has sent nothing for the liveness timeout (its executor hangs) is down then. Heartbeats
+are few on purpose: every one wakes the executors of the watchers, which carry commands.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from phil_description.core.liveness import LivenessMonitor, NodeDown, process_sp
 from phil_msgs.msg import Heartbeat as HeartbeatMsg
 
 HEARTBEAT_TOPIC = '/phil/heartbeat'
-HEARTBEAT_PERIOD_S = 0.1
+HEARTBEAT_PERIOD_S = 0.5
+CHECK_PERIOD_S = 0.1
 # Best effort: a late heartbeat is worth nothing, and a reliable writer would queue them for a
 # stopped reader.
 HEARTBEAT_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT)
@@ -68,19 +70,19 @@ class Liveness:
         if self._monitor.watched:
             node.create_subscription(HeartbeatMsg, HEARTBEAT_TOPIC, self._on_heartbeat,
                                      HEARTBEAT_QOS)
-        node.create_timer(HEARTBEAT_PERIOD_S, self._tick)
+        node.create_timer(HEARTBEAT_PERIOD_S, self._beat)
+        if self._monitor.watched:
+            node.create_timer(CHECK_PERIOD_S, self.check)
 
     @property
     def watched(self) -> frozenset[str]:
         return self._monitor.watched
 
-    def _tick(self) -> None:
+    def _beat(self) -> None:
         self._publisher.publish(self._msg)
         self._msg.sequence += 1
         if self._on_beat is not None:
             self._on_beat()
-        if self._monitor.watched:
-            self.check()
 
     def _on_heartbeat(self, msg: HeartbeatMsg) -> None:
         with self._lock:

@@ -139,6 +139,9 @@ def test_a_dead_or_stopped_process_is_down_at_the_next_check_and_back_when_it_ru
     processes.states[11] = RUNNING             # SIGCONT: its heartbeats come again
     assert monitor.beat('/score_player', 1.3, pid=11, space='here') is True
     assert monitor.alive('score_player', 1.3) and not monitor.alive('hardware', 1.3)
+    processes.states[11] = STOPPED             # processes are looked at by check() only
+    assert monitor.alive('score_player', 1.35)
+    assert [d.node for d in monitor.check(1.4)] == ['/score_player']
 
 
 def test_a_node_elsewhere_or_hung_is_down_after_its_timeout_of_silence():

@@ -39,11 +39,12 @@ planner has said it is IDLE (``allow_joint_trajectory``) and nothing is latched.
 is dropped and said (throttled). ESTOP also reaches the bus loop through the ESTOP word
 (``phil_description.core.estop_word``), which this node creates for the graph.
 
-Liveness: the companion node sends this node's heartbeat (also counted into the bus loop's shared
-block: a silent node makes the loop latch and hold) and watches ``watched_nodes`` (the motion
-path): one that goes silent for ``liveness_timeout_s`` while the drives are active latches a
-PROCESS_DIED fault naming it; RESET is refused until it is back, and activate until every
-watched node runs.
+Liveness (``phil_description.heartbeats``, on a companion node of its own): this node's
+heartbeat, also counted into the bus loop's shared block (the loop holds the robot when this
+node is stopped or silent), and the watch of ``watched_nodes`` (the motion path): one that dies,
+is stopped or stays silent for ``liveness_timeout_s`` while the drives are active latches a
+PROCESS_DIED fault naming it; RESET is refused until it is back, and activate waits (10 s at
+most) until every watched node runs.
 
 Nothing here waits on the loop except the lifecycle transitions and RESET (rclpy runs
 transitions synchronously). The command inputs (chunks, joint_trajectory, ESTOP) are served
@@ -74,7 +75,7 @@ from phil_description.core.graph_key import GraphKey, ReplayGuard
 from phil_description.core.liveness import NodeDown, node_name
 from phil_description.graph_safety import request_refusal, signed_by
 from phil_description.heartbeats import DEFAULT_LIVENESS_TIMEOUT_S, Liveness
-from phil_description.node_runner import run_node
+from phil_description.node_runner import CompanionNode, run_node
 from phil_hardware import hardware_conversions as convert
 from phil_hardware.command_inputs import CommandInputs
 from phil_hardware.core.bus_controller import (
@@ -169,11 +170,14 @@ class HardwareNode(LifecycleNode):
         self._joint_state_thread.start()
         self._commands = CommandInputs(self, self._on_chunk, self._on_trajectory,
                                        self._on_estop)
-        # Heartbeats go out while the command thread spins (transitions block the main one);
-        # each is counted into the bus loop's shared block too.
+        # Heartbeats and the watch on an executor thread of their own: transitions block the
+        # main one for seconds, and the command thread carries the chunks. Each heartbeat is
+        # counted into the bus loop's shared block too.
+        self._watching = CompanionNode(self, 'liveness')
         self._liveness = Liveness(self, self._watched, float(values['liveness_timeout_s']),
                                   on_down=self._on_node_down, on_beat=self._beat,
-                                  spins=self._commands.node)
+                                  spins=self._watching.node)
+        self._watching.start()
         if values['configure_on_start']:
             self._start_timer = self.create_timer(0.0, self._configure_once,
                                                   callback_group=command_group)
@@ -352,9 +356,9 @@ class HardwareNode(LifecycleNode):
 
     def destroy_node(self) -> None:
         # Also runs on a node Ctrl-C interrupted in __init__ (rclpy's shutdown destroys it).
-        commands = getattr(self, '_commands', None)
-        if commands is not None:
-            commands.close()
+        for companion in (getattr(self, '_watching', None), getattr(self, '_commands', None)):
+            if companion is not None:
+                companion.close()
         stop = getattr(self, '_stop_publishing', None)
         if stop is not None:
             stop.set()

@@ -52,30 +52,35 @@ class NodeSpec:
 
 #: Scheduling of the processes a command crosses (TCP bridge -> planner -> trajectory generator
 #: -> hardware node) and of the score player beside them. SCHED_RR: a command preempts every
-#: time-sharing process and waits only for the device simulators and the bus loop, whose
-#: SCHED_FIFO priority (hardware parameter ``sched_priority``, 40) is higher, so its 1 ms tick
-#: always goes first. Measured on
+#: time-sharing process and the device simulators, and waits only for the TCP bridge and the
+#: bus loop, whose SCHED_FIFO priority (hardware parameter ``sched_priority``, 40) is higher,
+#: so its 1 ms tick always goes first. Measured on
 #: the 2-core development VM, TCP -> first motion frame: niceness 0 p50 25 ms; niceness -10
 #: p50 22 ms, p99 47-67 ms; SCHED_RR 10 p50 12 ms, p99 17 ms. The niceness is the fallback
 #: when real-time scheduling is refused.
 COMMAND_PATH_RT_PRIORITY = 10
 COMMAND_PATH_NICENESS = -10
-#: The device simulators stand for drives, which never wait for the host: SCHED_RR above the
-#: command path (and below the bus loop, which they answer). Below it, a burst of commands
-#: (50 LOOKs in one write) kept both cores busy in the command path for 1.75 s and every
-#: simulated drive went silent: FEEDBACK_TIMEOUT on all 13 joints. The commands pay a little
-#: for it: they wait for the simulator's ~0.5 ms bursts (measured in the README's table).
-SIMULATOR_RT_PRIORITY = 20
+#: The device simulators stand for drives, which never wait for the host: SCHED_RR ahead of
+#: every ordinary process, below the command path. What could starve them is a flood of
+#: commands keeping the command path busy (50 LOOKs in one write once kept both cores busy for
+#: 1.75 s and every simulated drive went silent: FEEDBACK_TIMEOUT on all 13 joints); that work
+#: is capped where it enters instead: at most MAX_QUEUED_MOTIONS motions queue (the planner
+#: refuses the rest at once) and the TCP bridge handles at most ``max_lines_per_s`` lines of a
+#: client. Above the command path (SCHED_RR 20, or SCHED_FIFO 10 beside it) the commands paid
+#: for it: TCP -> first frame p50 25-33 ms, p99 207-212 ms, against 16.5 / 54 ms below it, in
+#: the same tree on the same day.
+SIMULATOR_RT_PRIORITY = 5
 #: The TCP bridge is where an ESTOP line arrives (it adds to the ESTOP word itself): ahead of
-#: the command path and the simulated drives, so the line is read at once. At the command
+#: the command path and the simulated drives, so the line is read at once (its own work is
+#: capped by ``max_lines_per_s``). At the command
 #: path's priority it waited for a round-robin slice of a busy peer: TCP ESTOP -> latched p99
 #: 100-300 ms. It does little work of its own; the planner does the deciding.
 ESTOP_PATH_RT_PRIORITY = 25
 
 #: Start order: the simulated devices first (the hardware node discovers them at start-up).
 NODE_SET: tuple[NodeSpec, ...] = (
-    # Real devices never wait for a busy host: the simulator runs ahead of every process but
-    # the bus loop, so its replies stay punctual on two cores.
+    # Real devices never wait for a busy host: the simulator runs ahead of ordinary processes
+    # (below the command path, whose work is capped, and the bus loop).
     NodeSpec('phil_hardware', 'device_simulator', 'device_simulator', sim_only=True,
              ros_node=False, niceness=-10, rt_priority=SIMULATOR_RT_PRIORITY),
     NodeSpec('phil_description', 'description_publisher', 'description_publisher',

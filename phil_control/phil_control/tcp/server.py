@@ -29,6 +29,10 @@ answered at once with the `STATUS|...` line. Improvements over upstream:
   acknowledged mode). Lines a closed client had sent but were not handled are logged as not
   executed.
 
+* A client's lines are handled at most ``max_lines_per_s`` a second, and commands of all
+  clients go to the handler at most ``max_commands_per_s`` a second (a second's worth may
+  come at once): faster input waits unread, never refused. The command path runs real-time, and
+  a flood must not take the CPU from what runs beside it.
 * ESTOP is never queued: the moment an ESTOP line is received, the handler's ``estop_now``
   (if it has one) latches the emergency stop, before the lines received ahead of it are handled;
   the line is then handled and answered in its turn.
@@ -61,7 +65,7 @@ from phil_control.core.protocol.commands import (
 from phil_control.core.protocol.framing import FramedLine, LineFramer, LineTooLong
 from phil_control.core.protocol.parser import ParseError, parse_line
 from phil_control.core.protocol.vocabulary import ProtocolVocabulary
-from phil_control.tcp.config import TcpServerConfig, wire_text
+from phil_control.tcp.config import TcpServerConfig, TokenBucket, wire_text
 from phil_control.tcp.handler import CommandHandler, CommandLogEntry, HandlerReply
 
 _logger = logging.getLogger(__name__)
@@ -69,6 +73,8 @@ _logger = logging.getLogger(__name__)
 NO_OPCODE = '-'
 # A closed client still holding unsent replies (it does not read) is aborted after this long.
 _CLOSE_GRACE_S = 5.0
+# A line waiting for its rate looks at the pace clock this often.
+_PACE_POLL_S = 0.01
 
 
 class _Connection:
@@ -84,6 +90,7 @@ class _Connection:
         self.unhandled: deque[FramedLine | LineTooLong] = deque()
         self.busy = False            # a line of it is being handled
         self.last_active_s = now_s   # loop time it last sent something or had a line handled
+        self.lines: TokenBucket | None = None   # its max_lines_per_s
 
 
 class TcpServer:
@@ -96,12 +103,14 @@ class TcpServer:
         command_log: Called with every non-blank received line and its outcome (on the
             server's thread; must return quickly).
         clock: Time source for `CommandLogEntry.time_s` (wall-clock seconds by default).
+        pace_clock: Monotonic time source of the input rates (tests may hold it still).
     """
 
     def __init__(self, handler: CommandHandler, vocabulary: ProtocolVocabulary,
                  config: TcpServerConfig | None = None,
                  command_log: Callable[[CommandLogEntry], None] | None = None,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time,
+                 pace_clock: Callable[[], float] = time.monotonic) -> None:
         self._handler = handler
         self._vocabulary = vocabulary
         self._config = config or TcpServerConfig()
@@ -117,6 +126,8 @@ class TcpServer:
         self._thread: threading.Thread | None = None
         self._address: tuple[str, int] | None = None
         self._dropped = 0
+        self._pace_clock = pace_clock
+        self._commands = TokenBucket(self._config.max_commands_per_s, pace_clock())
 
     # ------------------------------------------------------------------ control
 
@@ -244,6 +255,7 @@ class TcpServer:
         loop = asyncio.get_running_loop()
         connection = _Connection(next(self._ids), writer, self._config.max_line_bytes,
                                  loop.time())
+        connection.lines = TokenBucket(self._config.max_lines_per_s, self._pace_clock())
         try:
             self._make_room(loop.time())
             self._connections[connection.client_id] = connection
@@ -262,12 +274,14 @@ class TcpServer:
                 connection.unhandled.extend(events)
                 connection.busy = True
                 while connection.unhandled and not connection.closing:
+                    await self._pace(connection.lines)
                     to_handle = self._answer_at_once(connection, connection.unhandled.popleft())
                     if to_handle is None:
                         # One line per client per turn of the loop (a handled line yields while
                         # its worker runs): a burst holds the other clients for one line at most.
                         await asyncio.sleep(0)
                     else:
+                        await self._pace(self._commands)
                         await self._handle(connection, *to_handle)
                 connection.busy = False
                 connection.last_active_s = loop.time()
@@ -339,6 +353,14 @@ class TcpServer:
                 self._log(connection, text, opcode, False, reason)
 
     # ------------------------------------------------------------ line handling
+
+    async def _pace(self, bucket: TokenBucket | None) -> None:
+        """Wait for a token of ``bucket`` (a client's lines, or every client's commands)."""
+        if bucket is None:
+            return
+        while (wait_s := bucket.wait_s(self._pace_clock())) > 0.0:
+            await asyncio.sleep(min(wait_s, _PACE_POLL_S))
+        bucket.take(self._pace_clock())
 
     def _estop_at_once(self, events: list) -> None:
         """Latch ESTOP now when one of the lines just received is an ESTOP."""

@@ -121,6 +121,7 @@ class LivenessMonitor:
         self._heard_s = now_s   # the last heartbeat of any other node
         self._last_s: dict[str, float] = {}
         self._pids: dict[str, int] = {}   # watched nodes whose process can be looked at
+        self._states: dict[str, str] = {}   # their process states at the last check
         self._down: set[str] = set()
 
     @property
@@ -136,19 +137,22 @@ class LivenessMonitor:
             self._heard_s = max(self._heard_s, now_s)
         if node in self._watched and pid and space and space == self._space:
             self._pids[node] = pid
-        if node in self._down and self._process(node) in ('', RUNNING):
+        if node in self._down and self._probe_process(node) in ('', RUNNING):
             self._down.discard(node)
             return True
         return False
 
     def check(self, now_s: float) -> list[NodeDown]:
-        """The watched nodes that went down since the last check."""
+        """Look at the processes again; the watched nodes that went down since the last
+        check."""
+        for node in self._pids:
+            self._probe_process(node)
         newly = [down for down in self.down(now_s) if down.node not in self._down]
         self._down.update(down.node for down in newly)
         return newly
 
     def down(self, now_s: float) -> list[NodeDown]:
-        """Every watched node that is down now."""
+        """Every watched node that is down now (processes as the last check saw them)."""
         deaf = now_s - self._heard_s > 0.5 * self.timeout_s
         limit_s = self.timeout_s * (BACKSTOP_FACTOR if deaf else 1.0)
         found = []
@@ -156,7 +160,7 @@ class LivenessMonitor:
             last = self._last_s.get(node)
             silent_s = now_s - (self._start_s if last is None else last)
             seen = -math.inf if last is None else last
-            process = self._process(node)
+            process = self._states.get(node, '')
             if process in (GONE, STOPPED):
                 found.append(NodeDown(node, silent_s, seen, process, self._pids[node]))
             elif (last is not None or node in self._required) and silent_s > limit_s:
@@ -172,6 +176,8 @@ class LivenessMonitor:
         """Clock time of the node's last heartbeat (-inf: never)."""
         return self._last_s.get(node_name(node), -math.inf)
 
-    def _process(self, node: str) -> str:
+    def _probe_process(self, node: str) -> str:
         pid = self._pids.get(node)
-        return '' if pid is None else self._probe(pid)
+        state = '' if pid is None else self._probe(pid)
+        self._states[node] = state
+        return state
