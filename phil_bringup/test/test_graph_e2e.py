@@ -16,7 +16,7 @@ import pytest
 from phil_bringup.plots import runlog
 from phil_bringup.plots.cli import plot_run
 from phil_bringup.plots.stats import hit_timing
-from phil_bringup.testing.graph import FrameCapture, RunningGraph, cpu_seconds
+from phil_bringup.testing.graph import FrameCapture, RunningGraph, cpu_seconds, wait_until
 
 pytest.importorskip('rclpy')
 
@@ -140,7 +140,7 @@ def cancelled_move(robot: RunningGraph) -> None:
         # Started with SIGINT ignored, as a CI runner starts test suites: Ctrl-C must still work.
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     try:
-        assert wait_for(lambda: status_angles_deg(robot.status())[elbow] != pytest.approx(
+        assert wait_until(lambda: status_angles_deg(robot.status())[elbow] != pytest.approx(
             start_deg, abs=0.01), 20.0), 'the move never started'
         time.sleep(1.0)
         move.send_signal(signal.SIGINT)
@@ -158,7 +158,7 @@ def drum_session(robot: RunningGraph) -> None:
     impacts = robot.log_dir / 'impacts.jsonl'
     hits = robot.log_dir / 'hits.csv'
     assert robot.line('HIT|snare') == 'OK|HIT'
-    assert wait_for(lambda: snare_commanded(hits), 30.0), robot.text()
+    assert wait_until(lambda: snare_commanded(hits), 30.0), robot.text()
     robot.wait_state('IDLE', 30.0)
 
     assert robot.line('PLAY|rock') == 'OK|PLAY'
@@ -170,7 +170,7 @@ def drum_session(robot: RunningGraph) -> None:
     time.sleep(WAITING_CPU_WINDOW_S)
     used = {name: cpu_seconds(robot.pid_of(name)) - before[name] for name in waiting}
     assert all(seconds < 0.4 * WAITING_CPU_WINDOW_S for seconds in used.values()), used
-    assert wait_for(lambda: last_bar(hits) >= 2, 60.0), robot.text()
+    assert wait_until(lambda: last_bar(hits) >= 2, 60.0), robot.text()
     assert robot.line('PAUSE') == 'OK|PAUSE'
     fields = robot.wait_state('IDLE', 30.0)
     assert fields[16:18] == ['1', 'rock'] and int(fields[18]) >= 2, fields   # resume point
@@ -179,8 +179,8 @@ def drum_session(robot: RunningGraph) -> None:
     assert robot.line('RESUME') == 'OK|RESUME'
     robot.wait_state('PLAYING', 10.0)
     assert robot.line('PLAY_CTRL|speed|1.5') == 'OK|PLAY_CTRL'
-    assert wait_for(lambda: robot.status()[15] == '1.50', 5.0), robot.status()
-    assert wait_for(lambda: last_bar(hits) > paused_bar, 60.0), robot.text()
+    assert wait_until(lambda: robot.status()[15] == '1.50', 5.0), robot.status()
+    assert wait_until(lambda: last_bar(hits) > paused_bar, 60.0), robot.text()
     assert robot.line('PLAY_CTRL|stop') == 'OK|PLAY_CTRL'
     fields = robot.wait_state('IDLE', 30.0)
     assert fields[16] == '0', fields                                   # stop drops the point
@@ -218,12 +218,3 @@ def snare_commanded(path) -> bool:
 def last_bar(path) -> int:
     log = load(path, runlog.load_hits)
     return int(log.bar.max()) if log is not None and len(log) else 0
-
-
-def wait_for(condition, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.25)
-    return condition()

@@ -24,7 +24,7 @@ import time
 import pytest
 
 from phil_bringup.plots import runlog
-from phil_bringup.testing.graph import BusLoopView, RunningGraph
+from phil_bringup.testing.graph import BusLoopView, RunningGraph, wait_until
 
 pytest.importorskip('rclpy')
 
@@ -40,12 +40,8 @@ MOTION_PATH = ('score_player', 'trajectory_generator', 'behavior_planner', 'hard
 
 @pytest.fixture
 def graph(tmp_path):
-    running = RunningGraph(tmp_path)
-    try:
-        running.start()
+    with RunningGraph(tmp_path) as running:
         yield running
-    finally:
-        running.stop()
 
 
 def last_bar(robot: RunningGraph) -> int:
@@ -56,14 +52,6 @@ def last_bar(robot: RunningGraph) -> int:
     return int(hits.bar.max()) if len(hits) else 0
 
 
-def wait_for(condition, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return condition()
-
 
 def start_and_play(robot: RunningGraph, score: str = 'rock') -> None:
     """START, READY, PLAY and wait until the song is drumming (bar 2 commanded)."""
@@ -72,7 +60,7 @@ def start_and_play(robot: RunningGraph, score: str = 'rock') -> None:
     # the simulators: ask again until then (the brain's own sequence is issue 16's).
     assert robot.line_until_ok('READY', 60.0) == 'OK|READY', robot.text()
     assert robot.line(f'PLAY|{score}') == 'OK|PLAY'
-    assert wait_for(lambda: last_bar(robot) >= 2, 60.0), robot.text()
+    assert wait_until(lambda: last_bar(robot) >= 2, 60.0), robot.text()
 
 
 def estop_latches(robot: RunningGraph, view: BusLoopView) -> float:
@@ -108,7 +96,7 @@ def test_a_node_killed_mid_song_is_a_fault_estop_still_latches_and_quit_names_it
     if node == 'hardware':
         # Its bus loop saw the node go (pipe closed) and left the drives safe itself; the
         # planner latches the FAULT, as the hardware cannot report any more.
-        assert wait_for(lambda: not any(name.startswith(f'phil_bus_loop_{robot.pid_of(node)}_')
+        assert wait_until(lambda: not any(name.startswith(f'phil_bus_loop_{robot.pid_of(node)}_')
                                         for name in os.listdir('/dev/shm')), 20.0)
         latched_s = time.monotonic()
     else:
@@ -155,8 +143,9 @@ def test_estop_latches_with_each_node_of_the_motion_path_stopped(graph):
         finally:
             os.kill(pid, signal.SIGCONT)
         # Back: RESET clears the ESTOP (and a fault the silence latched) once every node
-        # answers again.
-        assert wait_for(lambda: robot.line('RESET').startswith('OK|RESET') and
+        # answers again. Until the watchers have seen the resumed node, RESET is refused with
+        # that reason, so this test (not a client) sends it again until it is granted.
+        assert wait_until(lambda: robot.line('RESET').startswith('OK|RESET') and
                         robot.brain.wait_state({'IDLE'}, 5.0) == 'IDLE' and
                         not view.snapshot().faults, 30.0), (robot.text(), view.snapshot())
     view.close()

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from phil_bringup.testing.graph import BusLoopView, RunningGraph
+from phil_bringup.testing.graph import BusLoopView, RunningGraph, wait_until
 
 rclpy = pytest.importorskip('rclpy')
 
@@ -47,15 +47,9 @@ MODEL = default_robot_model(sim=True)
 ROOT = Path(__file__).resolve().parents[2]
 ELBOW = MODEL.joint('right_elbow').index
 HEAD = MODEL.joint('head_yaw').index
+JUNK_LINES = 200
+JUNK_LINE_BYTES = 4000   # under the 4096-byte line limit: each is parsed, refused and logged
 
-
-def wait_for(condition, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return condition()
 
 
 def started(robot: RunningGraph) -> BusLoopView:
@@ -101,11 +95,11 @@ class Intruder:
 
     def publish(self, name: str, msg) -> None:
         publisher = self.publishers[name]
-        assert wait_for(lambda: publisher.get_subscription_count() > 0, 10.0), name
+        assert wait_until(lambda: publisher.get_subscription_count() > 0, 10.0), name
         publisher.publish(msg)
 
     def done(self, future, timeout_s: float = 20.0):
-        assert wait_for(future.done, timeout_s)
+        assert wait_until(future.done, timeout_s)
         return future.result()
 
     def goal_result(self, client, goal):
@@ -136,12 +130,8 @@ def chunk_moving(joint: int, from_rad: float, to_rad: float) -> TrajectoryChunk:
 
 @pytest.fixture
 def graph(tmp_path):
-    running = RunningGraph(tmp_path)
-    try:
-        running.start()
+    with RunningGraph(tmp_path) as running:
         yield running
-    finally:
-        running.stop()
 
 
 def test_foreign_ros_inputs_move_nothing_and_reset_nothing(graph):
@@ -200,7 +190,7 @@ def test_reset_holds_where_the_joints_are_and_the_next_motion_starts_there(graph
     # The hardware holds the measured pose, and the commanded state GET_STATUS reports
     # follows it: not the latched target, not the MOVE's end.
     assert math.degrees(snapshot.targets_rad[ELBOW]) == pytest.approx(measured_deg, abs=0.5)
-    assert wait_for(lambda: abs(float(robot.status()[2 + ELBOW]) - measured_deg) < 1.0, 5.0), \
+    assert wait_until(lambda: abs(float(robot.status()[2 + ELBOW]) - measured_deg) < 1.0, 5.0), \
         (robot.status(), measured_deg)
     assert abs(measured_deg - target_deg) > 10.0 and held is not None
     assert robot.line(f'MOVE|right_elbow|{start_deg:.2f}|2') == 'OK|MOVE'
@@ -298,7 +288,7 @@ def test_no_client_locks_out_or_starves_another_and_a_burst_starves_no_drive(gra
         for client in idle:
             client.close()
     robot.reconnect()
-    assert robot.brain.wait_state({'IDLE'}, 10.0) == 'IDLE'
+    assert robot.brain.wait_state({'IDLE'}, 10.0) == 'IDLE', robot.text()
     # 50 LOOKs in one write: one reply each, in order; those beyond the motion queue refused
     # with the reason; the simulated drives keep answering (no FEEDBACK_TIMEOUT).
     burst = ack_client(robot.tcp_port)
@@ -319,13 +309,23 @@ def test_no_client_locks_out_or_starves_another_and_a_burst_starves_no_drive(gra
     reader.start()
     burst.sendall(b'GET_STATUS\nMOVE|waist|3\n' * 500)
     other = ack_client(robot.tcp_port)
-    assert wait_for(lambda: len(flood_replies) >= 50, 60.0)
+    assert wait_until(lambda: len(flood_replies) >= 50, 60.0)
     other.sendall(b'GET_STATUS\n')
     assert read_lines(other, 1)[0].startswith('STATUS|')
     assert len(flood_replies) < 1000, 'the GET_STATUS waited for the whole flood'
     reader.join(120.0)
     assert len(flood_replies) == 1000
     other.close()
+    # Junk costs commands.csv a few hundred bytes a line, not the line (4 KB lines of 2000
+    # bad lines made it grow 8.5 MB); every junk line is still answered and logged.
+    log = robot.log_dir / 'commands.csv'
+    before_bytes = log.stat().st_size
+    junk = 'X' * (JUNK_LINE_BYTES - 1)
+    burst.sendall(f'{junk}\n'.encode() * JUNK_LINES)
+    junk_replies = read_lines(burst, JUNK_LINES)
+    assert all(r.startswith('ERR|') for r in junk_replies), junk_replies[:3]
+    assert wait_until(lambda: log.read_text().count('more characters') >= JUNK_LINES, 10.0)
+    assert log.stat().st_size - before_bytes < JUNK_LINES * 600
     burst.close()
     assert robot.brain.wait_state({'IDLE'}, 60.0) == 'IDLE'
     assert not view.snapshot().faults, view.snapshot().faults

@@ -71,7 +71,7 @@ def test_parameter_files_only_set_parameters_the_nodes_declare():
     import yaml
 
     declared = {
-        'hardware': set(__import__('phil_hardware.hardware_node',
+        'hardware': set(__import__('phil_hardware.hardware_params',
                                    fromlist=['PARAMETERS']).PARAMETERS),
     }
     for spec in NODE_SET:

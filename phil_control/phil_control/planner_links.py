@@ -10,10 +10,11 @@ A motion decided while the worker has nothing to do leaves from the deciding cal
 to the worker thread cost up to 3 ms of the command latency.
 
 ESTOP never waits for the worker: it is carried out in the deciding callback, through the ESTOP
-word (the bus loop latches from it within a tick, whatever else runs or hangs) and a
-/hardware/estop call nobody waits for. A step that needs a node the planner's graph watch sees
-down fails at once with the reason instead of waiting for its timeout, and the goals running on
-a node that goes down end with that reason.
+word (the bus loop latches from it within a tick, whatever else runs or hangs); only when the
+word cannot be written, through a /hardware/estop call nobody waits for. (Always calling it
+raced the next RESET: served after it, the late call latched the robot again.) A step that
+needs a node the planner's graph watch sees down fails at once with the reason instead of
+waiting for its timeout, and the goals running on a node that goes down end with that reason.
 
 Goals carry a goal id signed with the graph key (the trajectory generator and the score player
 take goals from the planner only), and the hardware's lifecycle and RESET go through signed
@@ -182,14 +183,14 @@ class GraphLinks:
             return self._motions_in_flight + self._items_pending
 
     def estop_now(self) -> None:
-        """Latch the hardware's ESTOP now: the ESTOP word, and /hardware/estop (for its
-        reason in the status) without waiting for an answer."""
+        """Latch the hardware's ESTOP now: the ESTOP word, or /hardware/estop (without
+        waiting for an answer) when the word cannot be written."""
         problem = trigger_estop(self._estop_word)
         if problem:
-            self._node.get_logger().error(f'ESTOP word: {problem}')
-        client = self._triggers['/hardware/estop']
-        if client.service_is_ready():
-            client.call_async(Trigger.Request())
+            self._node.get_logger().error(f'ESTOP word: {problem}; calling /hardware/estop')
+            client = self._triggers['/hardware/estop']
+            if client.service_is_ready():
+                client.call_async(Trigger.Request())
         self.drop_deferred('emergency stop')
 
     def permit_joint_trajectory(self, allowed: bool) -> None:

@@ -65,6 +65,10 @@ class PlannerHandler:
         self.liveness = Liveness(node, [PLANNER_NODE], liveness_timeout_s)
         self.shutdown = GraphShutdownSender(node, key)
         self.shutdown_sent = False
+        # Calls waiting for the planner; the graph shutdown wakes them (no answer will come).
+        self._waiting: set[threading.Event] = set()
+        self._waiting_lock = threading.Lock()
+        self._graph_ending = False
 
     def set_status(self, status: RobotStatus) -> None:
         self._status = status
@@ -94,13 +98,32 @@ class PlannerHandler:
         if not self._client.wait_for_service(timeout_sec=self._timeout_s):
             return HandlerReply(False, 'behavior_planner is not running')
         done = threading.Event()
-        future = self._client.call_async(Command.Request(line=format_command(command)))
-        future.add_done_callback(lambda _: done.set())
-        if not done.wait(self._timeout_s):
-            return HandlerReply(False, f'behavior_planner did not answer within '
-                                       f'{self._timeout_s:.1f} s')
-        response = future.result()
-        return HandlerReply(response.accepted, response.reason)
+        with self._waiting_lock:
+            if self._graph_ending:
+                done.set()
+            self._waiting.add(done)
+        try:
+            future = self._client.call_async(Command.Request(line=format_command(command)))
+            future.add_done_callback(lambda _: done.set())
+            answered = done.wait(self._timeout_s) and future.done()
+        finally:
+            with self._waiting_lock:
+                self._waiting.discard(done)
+        if answered:
+            response = future.result()
+            return HandlerReply(response.accepted, response.reason)
+        if self._graph_ending:
+            # The planner ended the graph (QUIT) before its answer got here.
+            return HandlerReply(isinstance(command, cmd.Quit), 'the graph is shutting down')
+        return HandlerReply(False, f'behavior_planner did not answer within '
+                                   f'{self._timeout_s:.1f} s')
+
+    def graph_ending(self) -> None:
+        """The graph shuts down: answer the calls still waiting for the planner now."""
+        with self._waiting_lock:
+            self._graph_ending = True
+            for done in self._waiting:
+                done.set()
 
     def status_line(self) -> str:
         status = self._status
@@ -159,7 +182,8 @@ class TcpBridge(Node):
                                f'PROTOCOL|2 for acknowledged mode)')
 
     def on_graph_shutdown(self) -> None:
-        self._server.stop()
+        self._handler.graph_ending()
+        self._server.stop()   # after the replies of the commands being handled
 
     def destroy_node(self) -> None:
         # Also runs on a node Ctrl-C interrupted in __init__ (rclpy's shutdown destroys it).

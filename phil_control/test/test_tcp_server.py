@@ -9,11 +9,13 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 from test_tcp_support import (
     MODEL,
     STATUS_LINE,
+    TIMEOUT_S,
     VOCABULARY,
     GatedHandler,
     LineClient,
@@ -241,6 +243,28 @@ def test_quit_is_acknowledged_then_the_connection_closes_and_others_go_on():
         assert other.status() == STATUS_LINE.strip()
         late = LineClient(server.address)
         assert late.status() == STATUS_LINE.strip()
+
+
+def test_a_quit_being_handled_when_the_server_stops_still_gets_its_reply():
+    """The planner's QUIT ends the graph, so the bridge's server is told to stop while that
+    QUIT is still being answered: the reply must reach the client before the close."""
+
+    class StopsOnQuit(RecordingHandler):
+        def handle(self, command, client_id):
+            reply = super().handle(command, client_id)
+            if isinstance(command, Quit):
+                stopping = threading.Event()
+                threading.Thread(target=lambda: (stopping.set(), server.stop())).start()
+                stopping.wait(TIMEOUT_S)
+                time.sleep(0.2)   # the graph's shutdown overtakes the planner's answer
+            return reply
+
+    with running_server(StopsOnQuit()) as (server, _):
+        client = LineClient(server.address)
+        client.ack()
+        client.send('QUIT\n')
+        assert client.line() == 'OK|QUIT'
+        assert client.closed_by_server()
 
 
 def test_command_log_records_every_line_with_client_and_outcome():

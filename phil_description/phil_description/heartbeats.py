@@ -18,7 +18,12 @@ from collections.abc import Callable, Iterable
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
-from phil_description.core.liveness import LivenessMonitor, NodeDown, process_space
+from phil_description.core.liveness import (
+    DEFAULT_LIVENESS_TIMEOUT_S,
+    LivenessMonitor,
+    NodeDown,
+    process_space,
+)
 from phil_msgs.msg import Heartbeat as HeartbeatMsg
 
 HEARTBEAT_TOPIC = '/phil/heartbeat'
@@ -27,9 +32,6 @@ CHECK_PERIOD_S = 0.1
 # Best effort: a late heartbeat is worth nothing, and a reliable writer would queue them for a
 # stopped reader.
 HEARTBEAT_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT)
-#: Heartbeat silence after which a running node counts as hung (a dead or stopped one is seen
-#: at once). Healthy nodes' heartbeats came up to 1.1 s apart on the busy 2-core VM.
-DEFAULT_LIVENESS_TIMEOUT_S = 3.0
 
 
 class Liveness:

@@ -67,28 +67,20 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallb
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
-from trajectory_msgs.msg import JointTrajectory
 
 from phil_description.core import default_robot_model
 from phil_description.core.estop_word import EstopWord, estop_word_name
 from phil_description.core.graph_key import GraphKey, ReplayGuard
 from phil_description.core.liveness import NodeDown, node_name
-from phil_description.graph_safety import request_refusal, signed_by
-from phil_description.heartbeats import DEFAULT_LIVENESS_TIMEOUT_S, Liveness
+from phil_description.graph_safety import request_refusal
+from phil_description.heartbeats import Liveness
 from phil_description.node_runner import CompanionNode, run_node
 from phil_hardware import hardware_conversions as convert
-from phil_hardware.command_inputs import CommandInputs
-from phil_hardware.core.bus_controller import (
-    SequenceTiming,
-    controller_config_from_model,
-    relocate_buses,
-)
-from phil_hardware.core.realtime import RealtimeConfig
-from phil_hardware.core.safety import SafetyConfig
+from phil_hardware.command_inputs import CommandInputs, not_running_reason
 from phil_hardware.csv_logs import MotorCsvLog, TickCsvLog
+from phil_hardware.hardware_params import PARAMETERS, bus_loop_config, publish_rates_hz
 from phil_hardware.rt import BusLoopClient, BusLoopConfig, BusLoopError
 from phil_msgs.msg import Fault, HardwareStatus, MotorStates
-from phil_msgs.msg import TrajectoryChunk as ChunkMsg
 from phil_msgs.srv import HardwareRequest
 
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
@@ -97,22 +89,8 @@ TRANSITION_TIMEOUT_S = 30.0
 LOOP_CHECK_PERIOD_S = 0.2
 RESET_TIMEOUT_S = 5.0
 PRIMARY_STATES = ('unconfigured', 'inactive', 'active', 'finalized')
-PARAMETERS = {
-    'sim': False, 'sched_priority': 40, 'cpu_affinity': [-1], 'lock_memory': True,
-    'allow_missing': [''], 'can_feedback_timeout_s': 0.05, 'serial_feedback_timeout_s': 0.1,
-    'joint_state_rate_hz': 200.0, 'motor_state_rate_hz': 20.0, 'status_rate_hz': 5.0,
-    'configure_on_start': True, 'log_dir': '', 'can_channel_base': '', 'dxl_port': '',
-    'joint_trajectory_enabled': False, 'watched_nodes': [''],
-    'liveness_timeout_s': DEFAULT_LIVENESS_TIMEOUT_S, 'node_timeout_s': DEFAULT_LIVENESS_TIMEOUT_S,
-}
-REFUSAL_LOG_PERIOD_S = 2.0
 # How long activate waits for every watched node's first heartbeat.
 NODES_WAIT_S = 10.0
-# Start-up replies the node may wait longer for (e.g. simulators on a busy machine).
-_DEFAULT_TIMING = SequenceTiming()
-TIMING_PARAMETERS = ('sdo_timeout_s', 'dxl_reply_timeout_s', 'enable_timeout_s',
-                     'feedback_wait_s')
-PARAMETERS.update({name: getattr(_DEFAULT_TIMING, name) for name in TIMING_PARAMETERS})
 
 
 class HardwareNode(LifecycleNode):
@@ -131,13 +109,7 @@ class HardwareNode(LifecycleNode):
             self.context.get_domain_id(), self.get_fully_qualified_name()))
         self._config = self._bus_loop_config()  # bad parameters fail at start-up
         self._watched = tuple(node_name(name) for name in values['watched_nodes'] if name)
-        self._joint_trajectory_enabled = bool(values['joint_trajectory_enabled'])
-        self._joint_trajectory_permitted = False
-        self.refused_inputs = 0  # unsigned chunks and requests, unpermitted trajectories
-        rates = {key: float(values[key]) for key in ('joint_state_rate_hz', 'motor_state_rate_hz',
-                                                      'status_rate_hz')}
-        if rates['joint_state_rate_hz'] < 100.0 or min(rates.values()) <= 0:
-            raise ValueError(f'hardware: rates {rates} must be positive, joint states >= 100 Hz')
+        rates = publish_rates_hz(values)
         self._log_dir = str(values['log_dir'])
         self._clock_bridge = convert.ClockBridge()
         self._client: BusLoopClient | None = None
@@ -168,8 +140,9 @@ class HardwareNode(LifecycleNode):
             target=self._joint_state_loop, args=(1.0 / rates['joint_state_rate_hz'],),
             name='phil-joint-states', daemon=True)
         self._joint_state_thread.start()
-        self._commands = CommandInputs(self, self._on_chunk, self._on_trajectory,
-                                       self._on_estop)
+        self._commands = CommandInputs(self, lambda: (self._client, self._lifecycle),
+                                       self._estop_word, self._clock_bridge,
+                                       bool(values['joint_trajectory_enabled']))
         # Heartbeats and the watch on an executor thread of their own: transitions block the
         # main one for seconds, and the command thread carries the chunks. Each heartbeat is
         # counted into the bus loop's shared block too.
@@ -183,36 +156,10 @@ class HardwareNode(LifecycleNode):
                                                   callback_group=command_group)
 
     def _bus_loop_config(self) -> BusLoopConfig:
-        """The bus-loop configuration from the current parameter values.
-
-        Raises:
-            KeyError: ``allow_missing`` names an unknown joint.
-            ValueError: A bus override does not fit the URDF's buses.
-        """
+        """The bus-loop configuration from the current parameter values (see
+        ``hardware_params.bus_loop_config`` for what a bad value raises)."""
         values = {name: self.get_parameter(name).value for name in PARAMETERS}
-        affinity = tuple(int(c) for c in values['cpu_affinity'] if int(c) >= 0)
-        missing = tuple(name for name in values['allow_missing'] if name)
-        for name in missing:
-            self._model.joint(name)  # KeyError names an unknown joint
-        timing = {name: float(values[name]) for name in TIMING_PARAMETERS}
-        safety = SafetyConfig(can_feedback_timeout_s=float(values['can_feedback_timeout_s']),
-                              serial_feedback_timeout_s=float(
-                                  values['serial_feedback_timeout_s']))
-        can_buses, serial_buses = relocate_buses(
-            self._model.hardware.can_buses, self._model.hardware.serial_buses,
-            can_channel_base=str(values['can_channel_base']),
-            serial_port=str(values['dxl_port']))
-        return BusLoopConfig(
-            estop_word=self._estop_word.path.name,
-            node_timeout_s=float(values['node_timeout_s']),
-            controller=controller_config_from_model(self._model, safety=safety,
-                                                    timing=SequenceTiming(**timing),
-                                                    allow_missing=missing,
-                                                    can_buses=can_buses,
-                                                    serial_buses=serial_buses),
-            realtime=RealtimeConfig(sched_priority=int(values['sched_priority']),
-                                    cpu_affinity=affinity,
-                                    lock_memory=bool(values['lock_memory'])))
+        return bus_loop_config(values, self._model, self._estop_word.path.name)
 
     # ------------------------------------------------------------------ lifecycle
     def _configure_once(self) -> None:
@@ -333,12 +280,6 @@ class HardwareNode(LifecycleNode):
         client = self._client
         return client is not None and client.alive
 
-    def _not_running(self) -> str:
-        client = self._client
-        if client is None:
-            return 'bus loop is not running'
-        return f'bus loop is not running (exit code {client.exitcode})'
-
     def _stop_client(self) -> None:
         with self._lock:
             client, self._client = self._client, None
@@ -350,6 +291,11 @@ class HardwareNode(LifecycleNode):
             log.close()
         if ticks is not None:
             ticks.close()
+
+    @property
+    def refused_inputs(self) -> int:
+        """Chunks and joint trajectories refused so far (foreign, or not permitted now)."""
+        return self._commands.refused
 
     def on_graph_shutdown(self) -> None:
         self._stop_client()
@@ -376,7 +322,6 @@ class HardwareNode(LifecycleNode):
         name = request.request
         refusal = request_refusal(self._key, self._replays, request)
         if refusal:
-            self.refused_inputs += 1
             self.get_logger().error(f'request {name!r} refused: {refusal}')
             accepted, reason = False, refusal
         elif name in ('configure', 'activate', 'deactivate', 'cleanup'):
@@ -384,7 +329,7 @@ class HardwareNode(LifecycleNode):
         elif name == 'reset':
             accepted, reason = self._reset()
         elif name in ('allow_joint_trajectory', 'forbid_joint_trajectory'):
-            self._joint_trajectory_permitted = name == 'allow_joint_trajectory'
+            self._commands.joint_trajectory_permitted = name == 'allow_joint_trajectory'
             accepted, reason = True, ''
         else:
             accepted, reason = False, f'unknown request {name!r}'
@@ -419,7 +364,7 @@ class HardwareNode(LifecycleNode):
     def _reset(self) -> tuple[bool, str]:
         client = self._client
         if client is None or not client.alive:
-            return False, self._not_running()
+            return False, not_running_reason(self._client)
         down = [down.reason for down in self._liveness.down()]
         if down:
             return False, f'reset refused: {"; ".join(down)}'
@@ -447,78 +392,11 @@ class HardwareNode(LifecycleNode):
     def _on_node_down(self, down: NodeDown) -> None:
         """A watched node went silent: with torque on, latch a fault naming it (the robot
         holds). Without torque nothing can move; activate then refuses until it is back."""
-        self._joint_trajectory_permitted = False
+        self._commands.joint_trajectory_permitted = False
         self.get_logger().error(f'motion path: {down.reason}')
         client = self._client
         if client is not None and client.alive and self._lifecycle == 'active':
             client.fault(down.reason)
-
-    # ------------------------------------------------------------------ commands
-    def _send(self, make_chunk, what: str) -> None:
-        client = self._client
-        if client is None or self._lifecycle != 'active':
-            self.get_logger().warning(f'{what} ignored: hardware is {self._lifecycle}, not active',
-                                      throttle_duration_sec=2.0)
-            return
-        try:
-            chunk = make_chunk()
-        except ValueError as error:
-            self.get_logger().error(f'{what} rejected: {error}')
-            return
-
-        def report(future) -> None:
-            result = future.result()
-            if not result.ok:
-                self.get_logger().error(f'{what} rejected by the bus loop: {result.detail}')
-
-        client.send_chunk(chunk).add_done_callback(report)
-
-    def _refuse_input(self, what: str, why: str) -> None:
-        self.refused_inputs += 1
-        self.get_logger().error(f'{what} refused: {why}',
-                                throttle_duration_sec=REFUSAL_LOG_PERIOD_S)
-
-    def _on_chunk(self, msg: ChunkMsg) -> None:
-        if not signed_by(self._key, msg):
-            self._refuse_input(f'chunk {msg.sequence}', 'not signed with the graph key (only '
-                               "the trajectory generator's chunks move the robot)")
-            return
-        self._send(lambda: convert.chunk_from_msg(msg, self._clock_bridge),
-                   f'chunk {msg.sequence}')
-
-    def _on_trajectory(self, msg: JointTrajectory) -> None:
-        refusal = self._joint_trajectory_refusal()
-        if refusal:
-            self._refuse_input('joint_trajectory', refusal)
-            return
-        if not msg.points:
-            if self._client is not None and self._lifecycle == 'active':
-                self._client.halt()
-            return
-        self._send(lambda: convert.chunk_from_trajectory(msg, self._clock_bridge),
-                   'joint_trajectory')
-
-    def _joint_trajectory_refusal(self) -> str:
-        """Why ~/joint_trajectory is not followed now ('' when it is)."""
-        if not self._joint_trajectory_enabled:
-            return 'disabled (set the parameter joint_trajectory_enabled to use it)'
-        if not self._joint_trajectory_permitted:
-            return 'the behavior planner is not IDLE (motions go through /phil/* then)'
-        snapshot = self._snapshot()
-        if snapshot is not None and (snapshot.estop or snapshot.faults):
-            return 'the hardware is latched (FAULT or ESTOP)'
-        return ''
-
-    def _on_estop(self, request, response):
-        self._estop_word.trigger()  # latches even when the pipe is busy
-        client = self._client
-        if client is None or not client.alive:
-            response.accepted, response.reason = False, self._not_running()
-        else:
-            client.estop('emergency stop requested (/hardware/estop)')
-            response.accepted = True
-        response.state = self._lifecycle
-        return response
 
     # ------------------------------------------------------------------ publishing
     def _snapshot(self):

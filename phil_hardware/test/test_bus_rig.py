@@ -1,6 +1,13 @@
 """Rig for the controller-vs-simulator tests (no tests here): SimulatedRobot on python-can
 virtual buses and a PTY, a BusController on the other end of the same channels, spy buses that see
-every frame, and paced ticking (sleep-based, so the simulator thread gets the GIL)."""
+every frame.
+
+Controller and simulator run in lockstep on one virtual clock: each millisecond the controller
+ticks, then the simulator serves what was sent and advances its physics to the same instant. The
+steps are paced to the wall clock (never ahead of it, so the PTY's kernel hand-over always has
+the time it had on an idle machine), but a busy machine only makes them come later: what the
+rig computes does not depend on the load. (The real bus loop and the simulator as processes,
+with real time, are the whole-graph tests' and the benchmarks'.)"""
 
 from __future__ import annotations
 
@@ -25,9 +32,40 @@ from phil_hardware.sim import PtyPort, SimulatedRobot
 
 FAST_TIMING = SequenceTiming(discovery_listen_s=0.15, origin_settle_s=0.05,
                              controlword_settle_s=0.02, sdo_timeout_s=0.3)
-# Simulator and controller share one interpreter here; a GIL hand-over can delay feedback by
-# tens of ms, so the in-process rig supervises with longer timeouts than the robot (50/100 ms).
-RIG_SAFETY = SafetyConfig(can_feedback_timeout_s=0.25, serial_feedback_timeout_s=0.3)
+STEP_S = 0.001
+
+
+class LockstepClock:
+    """Virtual time of controller (``now``/``sleep``) and simulator (``now_s``), advanced one
+    paced millisecond at a time; a controller's ``sleep`` (its lifecycle waits) steps the
+    simulator meanwhile."""
+
+    def __init__(self) -> None:
+        self._now_s = time.monotonic()
+        self._wall_deadline_s = self._now_s
+        self.robot: SimulatedRobot | None = None
+
+    def now(self) -> float:
+        return self._now_s
+
+    def now_s(self) -> float:
+        return self._now_s
+
+    def advance(self) -> float:
+        """One millisecond later (not before the wall clock says so); the new time."""
+        self._wall_deadline_s += STEP_S
+        pause = self._wall_deadline_s - time.monotonic()
+        if pause > 0:
+            time.sleep(pause)
+        else:
+            self._wall_deadline_s = time.monotonic()   # late: go on from now, no burst
+        self._now_s += STEP_S
+        return self._now_s
+
+    def sleep(self, seconds: float) -> None:
+        end = self._now_s + seconds - 1e-9
+        while self._now_s < end:
+            self.robot.step(self.advance())
 
 
 @dataclass
@@ -40,23 +78,26 @@ class Rig:
     pty: PtyPort
     spies: dict[str, can.BusABC]
     sim_buses: dict[str, can.BusABC]
+    clock: LockstepClock
     seen: dict[str, list[CanFrame]] = field(default_factory=dict)
 
+    def now(self) -> float:
+        """The rig's (virtual) time [s]."""
+        return self.clock.now()
+
     def run(self, seconds: float, until: Callable[[], bool] | None = None) -> bool:
-        """Tick the controller every 1 ms for ``seconds`` (or until ``until()``)."""
-        ctl = self.controller
-        start = time.monotonic()
-        deadline = start
+        """Tick the controller, then step the simulator, every 1 ms of rig time for
+        ``seconds`` (or until ``until()``)."""
+        ctl, clock = self.controller, self.clock
+        end = clock.now() + seconds - 1e-9
         while True:
-            deadline += 0.001
-            pause = deadline - time.monotonic()
-            if pause > 0:
-                time.sleep(pause)
-            ctl.tick(time.monotonic())
+            now = clock.advance()
+            ctl.tick(now)
+            self.robot.step(now)
             self.collect()
             if until is not None and until():
                 return True
-            if time.monotonic() - start >= seconds:
+            if now >= end:
                 return until is None
 
     def collect(self) -> None:
@@ -77,7 +118,7 @@ class Rig:
 
 
 def make_rig(model: RobotModel, *, absent_buses: Iterable[str] = (),
-             allow_missing: Iterable[str] = ()) -> Rig:
+             allow_missing: Iterable[str] = (), safety: SafetyConfig | None = None) -> Rig:
     """Start the simulator and build (not configure) a controller on the same channels."""
     tag = f'phil-rig-{random.getrandbits(40):x}'
     channels = {name: f'{tag}-{name}' for name in model.hardware.can_buses}
@@ -86,10 +127,11 @@ def make_rig(model: RobotModel, *, absent_buses: Iterable[str] = (),
     spies = {name: can.Bus(interface='virtual', channel=channel)
              for name, channel in channels.items()}
     pty = PtyPort()
-    robot = SimulatedRobot(model, sim_buses, pty).start()
+    clock = LockstepClock()
+    robot = clock.robot = SimulatedRobot(model, sim_buses, pty, clock=clock)
     serial = {'dxl': SerialBusParams('dxl', pty.slave_path, 4_500_000, 2.0, 1)}
     config = controller_config_from_model(model, serial_buses=serial, timing=FAST_TIMING,
-                                          safety=RIG_SAFETY, allow_missing=allow_missing)
+                                          safety=safety, allow_missing=allow_missing)
     warnings: list[str] = []
 
     def open_transports() -> Transports:
@@ -101,5 +143,5 @@ def make_rig(model: RobotModel, *, absent_buses: Iterable[str] = (),
                                                                              warnings.append))
         return transports
 
-    controller = BusController(config, open_transports)
-    return Rig(model, robot, controller, pty, spies, sim_buses)
+    controller = BusController(config, open_transports, clock=clock)
+    return Rig(model, robot, controller, pty, spies, sim_buses, clock=clock)

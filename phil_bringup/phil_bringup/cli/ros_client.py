@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import signal
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -28,7 +30,12 @@ def not_running_message(what: str) -> str:
 
 
 class PhilClient:
-    """Own context and node; call `close()` (or use as a context manager)."""
+    """Own context and node; call `close()` (or use as a context manager).
+
+    Ctrl-C is a request, not an exception raised wherever the main thread is: raised inside
+    rclpy (converting a message it had taken) it turned into a TypeError and the running goal
+    was never cancelled. ``spin_until`` raises KeyboardInterrupt between two executor rounds.
+    """
 
     def __init__(self, discovery_timeout_s: float = 5.0) -> None:
         self._context = rclpy.Context()
@@ -37,6 +44,13 @@ class PhilClient:
         self._executor = SingleThreadedExecutor(context=self._context)
         self._executor.add_node(self.node)
         self._discovery_timeout_s = discovery_timeout_s
+        self._interrupted = False
+        self._previous_handler = None
+        if threading.current_thread() is threading.main_thread():
+            self._previous_handler = signal.signal(signal.SIGINT, self._on_interrupt)
+
+    def _on_interrupt(self, signum: int, frame: object) -> None:
+        self._interrupted = True   # a plain store: safe wherever the main thread is
 
     def __enter__(self) -> PhilClient:
         return self
@@ -45,13 +59,23 @@ class PhilClient:
         self.close()
 
     def close(self) -> None:
+        if self._previous_handler is not None:
+            signal.signal(signal.SIGINT, self._previous_handler)
         self._executor.shutdown()
         self.node.destroy_node()
         rclpy.try_shutdown(context=self._context)
 
-    def spin_until(self, done: Callable[[], bool], timeout_s: float | None) -> bool:
+    def spin_until(self, done: Callable[[], bool], timeout_s: float | None,
+                   interruptible: bool = True) -> bool:
+        """Spin until ``done()`` (True) or ``timeout_s`` (False).
+
+        Raises:
+            KeyboardInterrupt: Ctrl-C came (``interruptible``).
+        """
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         while not done():
+            if interruptible and self._interrupted:
+                raise KeyboardInterrupt
             if deadline is not None and time.monotonic() >= deadline:
                 return False
             self._executor.spin_once(timeout_sec=0.05)
@@ -75,7 +99,8 @@ class PhilClient:
             raise GraphNotRunningError(not_running_message(f'action {name}'))
         feedback = (lambda message: on_feedback(message.feedback)) if on_feedback else None
         goal_future = client.send_goal_async(goal, feedback_callback=feedback)
-        self.spin_until(goal_future.done, 10.0)
+        # A Ctrl-C now waits for the answer, so an accepted goal is cancelled, not left running.
+        self.spin_until(goal_future.done, 10.0, interruptible=False)
         handle = goal_future.result()
         if handle is None or not handle.accepted:
             return False, None
@@ -84,8 +109,8 @@ class PhilClient:
             self.spin_until(result_future.done, None)
         except KeyboardInterrupt:
             cancel = handle.cancel_goal_async()
-            self.spin_until(cancel.done, 5.0)
-            self.spin_until(result_future.done, 10.0)
+            self.spin_until(cancel.done, 5.0, interruptible=False)
+            self.spin_until(result_future.done, 10.0, interruptible=False)
             raise
         return True, result_future.result().result
 

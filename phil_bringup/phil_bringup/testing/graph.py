@@ -28,6 +28,16 @@ def _like_a_background_job() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+def wait_until(condition, timeout_s: float, poll_s: float = 0.05) -> bool:
+    """Poll ``condition`` until it holds (True) or ``timeout_s`` passes (its last value)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(poll_s)
+    return bool(condition())
+
+
 def free_tcp_port() -> int:
     with socket.socket() as probe:
         probe.bind(('127.0.0.1', 0))
@@ -35,7 +45,8 @@ def free_tcp_port() -> int:
 
 
 class RunningGraph:
-    """The launcher in a subprocess; `line()` sends one protocol line and returns the reply."""
+    """The launcher in a subprocess; `line()` sends one protocol line and returns the reply.
+    As a context manager it starts the graph and always stops it."""
 
     def __init__(self, run_dir: Path, launcher_args: tuple[str, ...] = ()) -> None:
         self.run_dir = run_dir
@@ -51,6 +62,16 @@ class RunningGraph:
         self.output: list[str] = []
         self.process: subprocess.Popen | None = None
         self.brain: BrainConnection | None = None
+
+    def __enter__(self) -> RunningGraph:
+        try:
+            return self.start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def __exit__(self, *exc_info) -> None:
+        self.stop()
 
     def start(self) -> RunningGraph:
         """Launch and wait until the robot answers GET_STATUS over TCP."""

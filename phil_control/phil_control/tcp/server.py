@@ -12,7 +12,8 @@ answered at once with the `STATUS|...` line. Improvements over upstream:
   otherwise (`-` as opcode when the line had none or was too long). `PROTOCOL|1` switches back.
 * QUIT/Q: after the handler has decided (and, in acknowledged mode, the reply is written) the
   connection is closed; other clients keep being served until `stop()` (upstream also stopped
-  accepting new clients).
+  accepting new clients). `stop()` lets the commands being handled be answered first (bounded
+  by `_DRAIN_TIMEOUT_S`): the QUIT that ended the graph gets its reply.
 * Bad input never stops the server: invalid lines are answered (acknowledged mode) or logged,
   never passed to the handler; handler, status and log callbacks that raise are contained.
 * Slow clients cannot block others: one asyncio loop in its own thread, bounded input and a
@@ -75,6 +76,8 @@ NO_OPCODE = '-'
 _CLOSE_GRACE_S = 5.0
 # A line waiting for its rate looks at the pace clock this often.
 _PACE_POLL_S = 0.01
+# stop() waits this long for the commands being handled to be answered.
+_DRAIN_TIMEOUT_S = 1.0
 
 
 class _Connection:
@@ -89,6 +92,7 @@ class _Connection:
         # Lines read but not handled yet; the next chunk is read only once this is empty.
         self.unhandled: deque[FramedLine | LineTooLong] = deque()
         self.busy = False            # a line of it is being handled
+        self.handling: asyncio.Future | None = None   # the handler call in flight
         self.last_active_s = now_s   # loop time it last sent something or had a line handled
         self.lines: TokenBucket | None = None   # its max_lines_per_s
 
@@ -235,6 +239,11 @@ class TcpServer:
             await self._stop_event.wait()
         finally:
             server.close()
+            handling = [c.handling for c in self._connections.values() if c.handling]
+            if handling:
+                # A done handler call wakes its client's task before this wait returns, so
+                # its reply is written before the connections are closed.
+                await asyncio.wait(handling, timeout=_DRAIN_TIMEOUT_S)
             for connection in self._connections.values():
                 connection.close_reason = connection.close_reason or 'the server stopped'
             for transport in list(self._transports):
@@ -416,8 +425,12 @@ class TcpServer:
         # The handler may wait for the planner: in a worker thread, so other clients (and this
         # one's GET_STATUS after the line is answered) are served meanwhile; lines of one
         # client stay in order because this coroutine awaits the reply.
-        reply = await asyncio.get_running_loop().run_in_executor(
+        connection.handling = asyncio.get_running_loop().run_in_executor(
             self._executor, self._call_handler, command, connection.client_id)
+        try:
+            reply = await connection.handling
+        finally:
+            connection.handling = None
         opcode = command.opcode.value
         self._log(connection, text, opcode, reply.accepted, reply.reason)
         if reply.accepted:
