@@ -87,7 +87,7 @@ def hits_after(robot: RunningGraph, time_s: float) -> list[tuple[str, float]]:
 @pytest.mark.parametrize('node', MOTION_PATH)
 def test_a_node_killed_mid_song_is_a_fault_estop_still_latches_and_quit_names_it(graph, node):
     robot = graph
-    view = BusLoopView(robot.pid_of('hardware'))
+    view = robot.bus_loop()
     start_and_play(robot)
     bus_loop = view.snapshot()
     assert bus_loop is not None and not bus_loop.faults
@@ -117,7 +117,6 @@ def test_a_node_killed_mid_song_is_a_fault_estop_still_latches_and_quit_names_it
     time.sleep(1.0)
     if node != 'score_player':   # a killed score player logs nothing any more anyway
         assert hits_after(robot, latched_s + 0.01) == []
-    view.close()
     assert robot.line('QUIT').startswith('OK|QUIT')
     code = robot.wait_exit(60.0)
     assert code == 1, robot.text()
@@ -128,7 +127,7 @@ def test_estop_latches_with_each_node_of_the_motion_path_stopped(graph):
     """SIGSTOP each node in turn mid-song: ESTOP latches at once; once the node runs again,
     RESET brings the robot back and the next song plays."""
     robot = graph
-    view = BusLoopView(robot.pid_of('hardware'))
+    view = robot.bus_loop()
     start_and_play(robot)
     for index, node in enumerate(MOTION_PATH):
         if index:
@@ -148,6 +147,5 @@ def test_estop_latches_with_each_node_of_the_motion_path_stopped(graph):
         assert wait_until(lambda: robot.line('RESET').startswith('OK|RESET') and
                         robot.brain.wait_state({'IDLE'}, 5.0) == 'IDLE' and
                         not view.snapshot().faults, 30.0), (robot.text(), view.snapshot())
-    view.close()
     assert robot.line('QUIT') == 'OK|QUIT'
     assert robot.wait_exit(90.0) == 0, robot.text()

@@ -54,7 +54,7 @@ JUNK_LINE_BYTES = 4000   # under the 4096-byte line limit: each is parsed, refus
 
 def started(robot: RunningGraph) -> BusLoopView:
     """START and READY; the bus loop's view once the home motion is done."""
-    view = BusLoopView(robot.pid_of('hardware'))
+    view = robot.bus_loop()
     assert robot.line('START') == 'OK|START'
     # READY is refused until START's activation has finished, which takes seconds against
     # the simulators: ask again until then (the brain's own sequence is issue 16's).

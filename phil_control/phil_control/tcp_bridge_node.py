@@ -45,6 +45,8 @@ from phil_msgs.msg import HardwareStatus, RobotStatus
 from phil_msgs.srv import Command
 
 PLANNER_NODE = '/behavior_planner'
+# How long a command sent before the planner was ever discovered waits for it.
+PLANNER_DISCOVERY_TIMEOUT_S = 10.0
 
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                      reliability=ReliabilityPolicy.RELIABLE)
@@ -65,6 +67,7 @@ class PlannerHandler:
         self.liveness = Liveness(node, [PLANNER_NODE], liveness_timeout_s)
         self.shutdown = GraphShutdownSender(node, key)
         self.shutdown_sent = False
+        self._planner_seen = False
         # Calls waiting for the planner; the graph shutdown wakes them (no answer will come).
         self._waiting: set[threading.Event] = set()
         self._waiting_lock = threading.Lock()
@@ -94,9 +97,12 @@ class PlannerHandler:
             self.shutdown_sent = True
             return HandlerReply(True, 'behavior_planner is not answering: the graph shuts down '
                                       'without the shutdown pose')
-        # Right after start-up the planner may not be discovered yet: give it a moment.
-        if not self._client.wait_for_service(timeout_sec=self._timeout_s):
+        # Right after start-up the planner may not be discovered yet (on a busy machine it
+        # took more than reply_timeout_s): a first command waits for it, bounded.
+        discovery_s = self._timeout_s if self._planner_seen else PLANNER_DISCOVERY_TIMEOUT_S
+        if not self._client.wait_for_service(timeout_sec=discovery_s):
             return HandlerReply(False, 'behavior_planner is not running')
+        self._planner_seen = True
         done = threading.Event()
         with self._waiting_lock:
             if self._graph_ending:

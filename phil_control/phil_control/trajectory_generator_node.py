@@ -37,9 +37,9 @@ the first motion is commanded (so the first motion starts where the robot really
 the arms moved before torque was on).
 
 The hardware latch (``hardware/status`` with ESTOP or a fault): every goal ends with the reason,
-queued chunks are dropped, and the commanded state starts over from the measured pose, as
-above (the hardware holds where the joints are measured, and RESET keeps them there); a halt
-asked meanwhile has nothing to stop.
+queued chunks are dropped, score chunks are refused until it clears, and the commanded state
+starts over from the measured pose, as above (the hardware holds where the joints are
+measured, and RESET keeps them there); a halt asked meanwhile has nothing to stop.
 
 Only the graph's own command path moves the robot: goals must carry a goal id signed with the
 graph key (the behavior planner's), chunks on ``~/chunks`` its signature (the score player's);
@@ -436,7 +436,12 @@ class TrajectoryGenerator(Node):
             return
         chunk = convert.msg_to_chunk(msg, self._timebase)
         with self._lock:
-            if not isinstance(chunk, Rejection):
+            if self._latched:
+                # A score chunk still in flight when the latch came: taken, it would make the
+                # commanded state end where that motion ends, and the next motion after RESET
+                # would start there instead of at the measured pose.
+                chunk = Rejection(RejectReason.HARDWARE_LATCHED, self._latched)
+            elif not isinstance(chunk, Rejection):
                 result = self._planner.accept_chunk(chunk, self._now_s())
                 chunk = result if isinstance(result, Rejection) else chunk
             if isinstance(chunk, Rejection):

@@ -444,6 +444,15 @@ def test_the_hardware_latch_ends_goals_drops_queued_motion_and_the_measured_pose
     published = len(h.chunks)
     h.spin_for(1.0)
     assert len(h.chunks) == published          # the rest of the move was dropped
+    # A score chunk still in flight when the latch came is refused: it neither goes to the
+    # hardware nor moves the commanded state (the next motion would start where it ends).
+    held = list(h.states[-1].position)
+    late = _score_messages(h.states[-1], convert.TimeBase(h.now_ns()), 0.3, 1.3)[0]
+    h.score.publish(late)
+    assert h.spin_until(lambda: h.rejected)
+    assert h.rejected[-1].data.startswith(f'chunk {late.sequence}: the hardware is latched: '
+                                          'emergency stop')
+    assert len(h.chunks) == published and list(h.states[-1].position) == held
     # Where the arm stopped (measured) is the commanded state now, not the move's end.
     stopped = MODEL.positions({'right_elbow': 0.7}, MODEL.poses['home'])
     h.motor_states.publish(MotorStates(motors=[

@@ -60,16 +60,14 @@ class NodeSpec:
 #: when real-time scheduling is refused.
 COMMAND_PATH_RT_PRIORITY = 10
 COMMAND_PATH_NICENESS = -10
-#: The device simulators stand for drives, which never wait for the host: SCHED_RR ahead of
-#: every ordinary process, below the command path. What could starve them is a flood of
-#: commands keeping the command path busy (50 LOOKs in one write once kept both cores busy for
-#: 1.75 s and every simulated drive went silent: FEEDBACK_TIMEOUT on all 13 joints); that work
-#: is capped where it enters instead: at most MAX_QUEUED_MOTIONS motions queue (the planner
-#: refuses the rest at once) and the TCP bridge handles at most ``max_lines_per_s`` lines of a
-#: client. Above the command path (SCHED_RR 20, or SCHED_FIFO 10 beside it) the commands paid
-#: for it: TCP -> first frame p50 25-33 ms, p99 207-212 ms, against 16.5 / 54 ms below it, in
-#: the same tree on the same day.
-SIMULATOR_RT_PRIORITY = 5
+#: The device simulators stand for drives, which never wait for the host: SCHED_RR above the
+#: command path (below the TCP bridge, where ESTOP arrives, and the bus loop). Below it, with
+#: the graph filling both cores while a song plays (bus loop 0.7 of a core, simulator 0.6,
+#: command path 0.6), a burst of the command path's work silenced the simulated drives for
+#: 1 s in about one fresh graph in ten: FEEDBACK_TIMEOUT. Input pacing cannot cap that work.
+#: The price is the simulated robot's command latency (the command path now waits for the
+#: simulator's work too); on the robot the drives take no CPU, and nothing changes there.
+SIMULATOR_RT_PRIORITY = 20
 #: The TCP bridge is where an ESTOP line arrives (it adds to the ESTOP word itself): ahead of
 #: the command path and the simulated drives, so the line is read at once (its own work is
 #: capped by ``max_lines_per_s``). At the command
@@ -79,8 +77,8 @@ ESTOP_PATH_RT_PRIORITY = 25
 
 #: Start order: the simulated devices first (the hardware node discovers them at start-up).
 NODE_SET: tuple[NodeSpec, ...] = (
-    # Real devices never wait for a busy host: the simulator runs ahead of ordinary processes
-    # (below the command path, whose work is capped, and the bus loop).
+    # Real devices never wait for a busy host: the simulator runs ahead of the command path
+    # (below the TCP bridge and the bus loop).
     NodeSpec('phil_hardware', 'device_simulator', 'device_simulator', sim_only=True,
              ros_node=False, niceness=-10, rt_priority=SIMULATOR_RT_PRIORITY),
     NodeSpec('phil_description', 'description_publisher', 'description_publisher',

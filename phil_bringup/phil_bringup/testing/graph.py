@@ -62,6 +62,13 @@ class RunningGraph:
         self.output: list[str] = []
         self.process: subprocess.Popen | None = None
         self.brain: BrainConnection | None = None
+        self._views: list[BusLoopView] = []
+
+    def bus_loop(self) -> BusLoopView:
+        """A view of the hardware's bus loop (closed when the graph stops)."""
+        view = BusLoopView(self.pid_of('hardware'))
+        self._views.append(view)
+        return view
 
     def __enter__(self) -> RunningGraph:
         try:
@@ -166,6 +173,8 @@ class RunningGraph:
         return int(found.group(1))
 
     def stop(self) -> None:
+        while self._views:
+            self._views.pop().close()
         if self.brain is not None:
             self.brain.close()
         if self.process is not None and self.process.poll() is None:

@@ -42,6 +42,7 @@ class RejectReason(enum.Enum):
     LATE = 'starts in the past'
     IK_FAILURE = 'no IK solution'
     QUEUE_FULL = 'queue full'
+    HARDWARE_LATCHED = 'the hardware is latched'
 
 
 @dataclass(frozen=True)
