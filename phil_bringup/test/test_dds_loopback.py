@@ -245,15 +245,27 @@ def test_every_socket_of_the_graph_is_on_loopback(tmp_path):
     for name in PROFILE_VARIABLES:
         graph.env.pop(name, None)
     graph.env[RANGE_VARIABLE] = 'LOCALHOST'
+    bus_port = _simulated_bus_port()
+    ros_pids: set[int] = set()
+
+    def simulated_bus_socket(bound: BoundSocket) -> bool:
+        return bound.protocol == 'udp6' and bound.address == ipaddress.ip_address('::') \
+            and bound.pid not in ros_pids and bound.state == 'UNCONNECTED'
+
+    def bus_receivers(sockets: list[BoundSocket]) -> list[BoundSocket]:
+        return [bound for bound in sockets if simulated_bus_socket(bound)
+                and bound.port == bus_port]
+
     try:
         graph.start()
         # Discovery on loopback works: START crosses bridge, planner, trajectory generator
         # and hardware node.
         assert graph.line('START') == 'OK|START', graph.text()
         graph.wait_state('INIT', 30.0)
-        ros_pids = {graph.pid_of(spec.name) for spec in nodes_for(sim=True) if spec.ros_node}
+        ros_pids.update(graph.pid_of(spec.name) for spec in nodes_for(sim=True) if spec.ros_node)
         # Nodes off the command path may still be starting: wait until every ROS node holds
-        # its DDS participant's sockets (so an empty list cannot pass).
+        # its DDS participant's sockets and the simulator and the bus loop their simulated
+        # buses (so an empty list cannot pass).
         deadline = time.monotonic() + 60.0
         while True:
             held = {spec.name: sockets_of(process_tree(graph.pid_of(spec.name)))
@@ -262,7 +274,9 @@ def test_every_socket_of_the_graph_is_on_loopback(tmp_path):
             without_dds = [spec.name for spec in nodes_for(sim=True) if spec.ros_node
                            and not any(bound.protocol == 'udp' and bound.pid in ros_pids
                                        for bound in held[spec.name])]
-            if not without_dds or time.monotonic() > deadline:
+            without_buses = [name for name in ('device_simulator', 'hardware')
+                             if len(bus_receivers(held[name])) < 4]
+            if not (without_dds or without_buses) or time.monotonic() > deadline:
                 break
             time.sleep(0.5)
     finally:
@@ -271,6 +285,7 @@ def test_every_socket_of_the_graph_is_on_loopback(tmp_path):
     listing = '\n'.join(f'{name}: {bound}' for name, sockets in held.items()
                         for bound in sockets)
     assert without_dds == [], f'no DDS sockets: {without_dds}\n{listing}\n{graph.text()}'
+    assert without_buses == [], f'no simulated buses: {without_buses}\n{listing}'
 
     # The simulated CAN buses (python-can udp_multicast) are the exception, and only in the
     # processes that drive them without being DDS participants: the device simulator and the
@@ -282,19 +297,13 @@ def test_every_socket_of_the_graph_is_on_loopback(tmp_path):
     # unicast datagram to their port: the simulation is for trusted machines (README).
     assert all(ipaddress.ip_address(group) in ipaddress.ip_network('ff11::/16')
                for group in graph.channels)
-    bus_port = _simulated_bus_port()
-
-    def simulated_bus_socket(bound: BoundSocket) -> bool:
-        return bound.protocol == 'udp6' and bound.address == ipaddress.ip_address('::') \
-            and bound.pid not in ros_pids and bound.state == 'UNCONNECTED'
-
     exposed = [f'{name}: {bound}' for name, sockets in held.items() for bound in sockets
                if not bound.loopback
                and not (name in ('device_simulator', 'hardware') and simulated_bus_socket(bound))]
     assert exposed == [], 'reachable from the network:\n' + '\n'.join(exposed)
     for name in ('device_simulator', 'hardware'):
         buses = [bound for bound in held[name] if simulated_bus_socket(bound)]
-        receivers = [bound for bound in buses if bound.port == bus_port]
+        receivers = bus_receivers(held[name])
         # The classification matched the four buses, and nothing else in these processes.
         assert len(receivers) == 4, f'{name}:\n{listing}'
         assert len(buses) - len(receivers) <= len(receivers), f'{name}:\n{listing}'
