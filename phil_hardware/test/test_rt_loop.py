@@ -45,7 +45,7 @@ class LoopRig:
 
     def __init__(self, ticks: int, work_s: dict[int, float] | None = None,
                  default_work_s: float = 0.0001, send_during: dict[int, tuple] | None = None,
-                 **config) -> None:
+                 estop_word=None, **config) -> None:
         self.clock = SteppingClock()
         controller_config = controller_config_from_model(default_robot_model(sim=True))
         self.config = BusLoopConfig(controller_config, RealtimeConfig(sched_priority=0),
@@ -54,7 +54,7 @@ class LoopRig:
         self.exchange = StateExchange(snapshot_layout(self.config))
         self.node_end, loop_end = multiprocessing.Pipe(duplex=True)
         self.loop = BusLoop(self.config, self.controller, self.exchange, loop_end,
-                            RealtimeReport(), clock=self.clock)
+                            RealtimeReport(), clock=self.clock, estop_word=estop_word)
         self.loop_end = loop_end
         self.ticks = ticks
         self.work_s = work_s or {}
@@ -122,6 +122,37 @@ def test_a_command_that_arrives_while_the_loop_waits_is_taken_before_the_next_ti
     rig.node_end.send((1, 'ping', None))  # the loop is waiting for its first tick
     rig.run()
     assert rig.commands_seen[0] == 1
+
+
+class CountingWord:
+    """An ESTOP word: a count that anyone adds to."""
+
+    def __init__(self) -> None:
+        self.value = 0
+
+    def count(self) -> int:
+        return self.value
+
+
+def test_a_reset_clears_the_estops_asked_before_it_and_keeps_one_asked_after():
+    # ESTOP (the word moves), then at once the RESET asked with that count: the loop takes
+    # the command before its first tick looks at the word. The ESTOP is latched, then reset.
+    word = CountingWord()
+    rig = LoopRig(4, estop_word=word)
+    word.value += 1
+    rig.node_end.send((1, 'reset', word.value))
+    rig.run()
+    assert rig.replies == [(1, True, 'reset', [])]
+    assert not rig.controller.safety.estop_latched
+    # An ESTOP after the RESET was asked: the RESET is refused and the ESTOP holds.
+    word = CountingWord()
+    rig = LoopRig(4, estop_word=word)
+    rig.node_end.send((1, 'reset', word.value))
+    word.value += 1
+    rig.run()
+    reason = 'an emergency stop came after the RESET was asked'
+    assert rig.replies == [(1, False, reason, [reason])]
+    assert rig.controller.safety.estop_latched
 
 
 def test_the_loop_answers_each_command_through_the_pipe_in_order():

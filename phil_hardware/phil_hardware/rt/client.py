@@ -276,8 +276,10 @@ class BusLoopClient:
             exchange.beat()
 
     def reset(self) -> Future:
-        """Clear faults whose cause is gone; ``value`` lists the reasons of those that stay."""
-        return self._command('reset')
+        """Clear faults whose cause is gone; ``value`` lists the reasons of those that stay.
+        An ESTOP asked after this call (through the ESTOP word) stays latched."""
+        word = self._estop_word
+        return self._command('reset', word.count() if word is not None else None)
 
     def _command(self, name: str, payload: object = None) -> Future:
         future: Future = Future()

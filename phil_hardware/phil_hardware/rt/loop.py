@@ -361,6 +361,14 @@ class BusLoop:
             ctl.fault(str(payload or 'a node of the graph failed'))
             return True, 'fault latched', None
         if name == 'reset':
+            # The payload is the ESTOP word's count when the RESET was asked. An ESTOP asked
+            # before it is latched now (commands are taken before a tick's look at the word:
+            # it latched again right after the reset) and cleared with it; one asked since
+            # stays.
+            self._check_estop()
+            if payload is not None and self._estop_seen != payload:
+                reason = 'an emergency stop came after the RESET was asked'
+                return False, reason, [reason]
             reasons = ctl.reset()
             # The node that asks is alive: its silence counts from now again.
             self._node_seen_s, self._node_silent = self.clock(), False
