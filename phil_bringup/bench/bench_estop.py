@@ -112,10 +112,9 @@ def main() -> None:
     lines = []
     with tempfile.TemporaryDirectory() as folder:
         graph = RunningGraph(Path(folder)).start()
-        view = BusLoopView(graph.pid_of('hardware'))
+        view = graph.bus_loop()
         try:
-            graph.line('START')
-            graph.line_until_ok('READY', 60.0)
+            graph.start_robot()
             graph.wait_state('IDLE', 30.0)
             graph.line('PLAY|rock')
             graph.wait_state('PLAYING', 10.0)
@@ -163,7 +162,6 @@ def main() -> None:
                           'killed': list(KILLABLE), 'seconds': round(time.monotonic() - quit_s, 2),
                           'exit_code': code, 'goal_s': 15.0})
         finally:
-            view.close()
             graph.stop()
     for line in lines:
         print(json.dumps(line))

@@ -55,10 +55,7 @@ JUNK_LINE_BYTES = 4000   # under the 4096-byte line limit: each is parsed, refus
 def started(robot: RunningGraph) -> BusLoopView:
     """START and READY; the bus loop's view once the home motion is done."""
     view = robot.bus_loop()
-    assert robot.line('START') == 'OK|START'
-    # READY is refused until START's activation has finished, which takes seconds against
-    # the simulators: ask again until then (the brain's own sequence is issue 16's).
-    assert robot.line_until_ok('READY', 60.0) == 'OK|READY', robot.text()
+    robot.start_robot()
     home = MODEL.poses['home']
     assert view.wait(lambda s: np.degrees(np.abs(np.array(s.targets_rad) - home)).max() < 0.01,
                      30.0), robot.text()

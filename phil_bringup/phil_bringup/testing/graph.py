@@ -142,6 +142,16 @@ class RunningGraph:
         enabling the drives) until it is accepted."""
         return self.brain.until(text, timeout_s)
 
+    def start_robot(self, timeout_s: float = 60.0) -> None:
+        """START, then READY, both accepted (asserted): for tests about what comes after.
+
+        READY is refused until START's activation has finished, which takes seconds against
+        the simulators, so it is asked again until then. A real client sends READY once; the
+        tests of that sequence must not use this.
+        """
+        assert self.line('START') == 'OK|START', self.text()
+        assert self.line_until_ok('READY', timeout_s) == 'OK|READY', self.text()
+
     def status(self) -> list[str]:
         return self.line('GET_STATUS').split('|')
 
