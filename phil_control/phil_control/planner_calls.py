@@ -1,7 +1,8 @@
 """Blocking calls of the behavior planner's worker thread: a future with a timeout, a service
 call, a retried request, and the hardware node's lifecycle (activate at START, shut down at
-QUIT) and RESET, asked for with requests signed with the graph key (the hardware refuses them
-from anyone else). Never call these from a ROS callback."""
+QUIT), asked for with requests signed with the graph key (the hardware refuses them from anyone
+else). Never call these from a ROS callback; only ``request_async`` (RESET, the joint-trajectory
+permit) never waits."""
 
 from __future__ import annotations
 

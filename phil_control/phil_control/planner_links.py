@@ -12,7 +12,13 @@ to the worker thread cost up to 3 ms of the command latency.
 ESTOP never waits for the worker: it is carried out in the deciding callback, through the ESTOP
 word (the bus loop latches from it within a tick, whatever else runs or hangs); only when the
 word cannot be written, through a /hardware/estop call nobody waits for. (Always calling it
-raced the next RESET: served after it, the late call latched the robot again.) A step that
+raced the next RESET: served after it, the late call latched the robot again.) RESET leaves
+from the deciding callback too, as a request nobody waits for: queued, it waited behind a step
+blocked on a node that was stopped when the latch came, and the robot stayed latched after the
+node was back. The hardware node decides (it refuses while a node is down, or when an ESTOP
+came after the RESET was asked). Since RESET no longer waits its turn, nothing decided before
+a latch may move the robot after it: the motion steps of items queued before an ESTOP or a
+fault are dropped (:meth:`GraphLinks.latched`). A step that
 needs a node the planner's graph watch sees down fails at once with the reason instead of
 waiting for its timeout, and the goals running on a node that goes down end with that reason.
 
@@ -55,6 +61,11 @@ MOTION_PATH = (HARDWARE_NODE, '/trajectory_generator', '/score_player')
 #: Motions queued or running at most; one more is refused (a flood of LOOKs would otherwise
 #: queue minutes of motion and keep the command path busy planning them).
 MAX_QUEUED_MOTIONS = 8
+#: Steps carried out in the deciding callback, never queued.
+AT_ONCE = (act.EstopHardware, act.ResetHardware)
+#: Steps that move the robot: dropped when a latch came after they were decided.
+MOVING_STEPS = (act.MoveToPose, act.LookAt, act.PerformGesture, act.MoveJoints,
+                act.StrikeInstrument, act.StartPlay, act.ResumePlay)
 
 
 def serving_node(name: str) -> str:
@@ -140,6 +151,10 @@ class GraphLinks:
                            '/score_player/stop', '/hardware/estop')}
         self._speed = node.create_client(SetSpeed, '/score_player/speed', callback_group=group)
         self._queue: queue.Queue = queue.Queue()
+        # Counts latches: an item queued under an older count was decided before the last
+        # latch, and its motion steps are dropped; with the reason of that latch.
+        self._latches = 0
+        self._latch_reason = ''
         # Items queued or running on the worker; a goal leaves at once only when it is 0, so
         # goals still reach the trajectory generator in decision order.
         self._items_pending = 0
@@ -158,10 +173,12 @@ class GraphLinks:
     def submit(self, actions: tuple, completion: Completion | None = None,
                options: GoalOptions | None = None) -> None:
         """Queue a decision's actions; ``completion`` tracks its (first) motion or play. An
-        ESTOP among them is carried out at once, before anything queued."""
+        ESTOP or a RESET among them is carried out at once, before anything queued."""
         if any(isinstance(action, act.EstopHardware) for action in actions):
             self.estop_now()
-            actions = tuple(a for a in actions if not isinstance(a, act.EstopHardware))
+        if any(isinstance(action, act.ResetHardware) for action in actions):
+            self._reset_now()
+        actions = tuple(a for a in actions if not isinstance(a, AT_ONCE))
         if not actions:
             if completion is not None:
                 completion.finish(True, '')
@@ -171,7 +188,7 @@ class GraphLinks:
             sent = self._send_at_once(actions[0], completion, options) \
                 if self._items_pending == 0 else None
             self._items_pending += 1
-            self._queue.put((actions, completion, options, sent))
+            self._queue.put((actions, completion, options, sent, self._latches))
 
     def stop(self) -> None:
         self._queue.put(None)
@@ -191,7 +208,35 @@ class GraphLinks:
             client = self._triggers['/hardware/estop']
             if client.service_is_ready():
                 client.call_async(Trigger.Request())
-        self.drop_deferred('emergency stop')
+        self.latched('emergency stop')
+
+    def latched(self, reason: str) -> None:
+        """The robot latched (ESTOP or a fault): a held play or HIT is dropped, and so are the
+        motion steps of everything queued before now, whatever a RESET does next."""
+        with self._order_lock:
+            self._latches += 1
+            self._latch_reason = reason
+        self.drop_deferred(reason)
+
+    def _reset_now(self) -> None:
+        """Ask the hardware for a RESET without waiting; its refusal is logged (the hardware's
+        status says what it did)."""
+        logger = self._node.get_logger()
+        reason = self._down_reason(HARDWARE_NODE)
+        future = None if reason else self._hardware.request_async('reset')
+        if future is None:
+            logger.warning(f'RESET not sent to the hardware: '
+                           f'{reason or "/hardware/request is not available"}')
+            return
+
+        def answered(done) -> None:
+            error = done.exception()
+            if error is not None:
+                logger.error(f'RESET request failed: {error}')
+            elif not done.result().accepted:
+                logger.warning(f'RESET refused by the hardware: {done.result().reason}')
+
+        future.add_done_callback(answered)
 
     def permit_joint_trajectory(self, allowed: bool) -> None:
         """Tell the hardware whether ~/joint_trajectory may be followed (the planner is IDLE);
@@ -226,21 +271,26 @@ class GraphLinks:
 
     def _work(self) -> None:
         while (item := self._queue.get()) is not None:
-            actions, completion, options, sent = item
             try:
-                self._run_item(actions, completion, options, sent)
+                self._run_item(*item)
+            except Exception as error:  # e.g. in a failure's report: the worker must live on
+                self._node.get_logger().error(f'planner worker: {type(error).__name__}: {error}')
             finally:
                 with self._order_lock:
                     self._items_pending -= 1
 
     def _run_item(self, actions: tuple, completion: Completion | None, options: GoalOptions,
-                  sent: SentGoal | None) -> None:
+                  sent: SentGoal | None, latches: int) -> None:
+        """Run the steps in order; ``latches``: the latch count when they were decided."""
         for index, action in enumerate(actions):
             try:
                 if index == 0 and sent is not None:
                     self._await_accepted(sent)
+                elif latches != self._latches and isinstance(action, MOVING_STEPS):
+                    self._drop(action, completion, f'dropped: the robot latched before it '
+                                                   f'started ({self._latch_reason})')
                 else:
-                    self._run(action, completion, options)
+                    self._run(action, completion, options, latches)
             except Exception as error:  # one failed step must not kill the worker
                 reason = f'{type(action).__name__} failed: {error}'
                 self._node.get_logger().error(reason)
@@ -250,7 +300,8 @@ class GraphLinks:
                 return
 
     # ------------------------------------------------------------------ steps
-    def _run(self, action, completion: Completion | None, options: GoalOptions) -> None:
+    def _run(self, action, completion: Completion | None, options: GoalOptions,
+             latches: int) -> None:
         if isinstance(action, act.ActivateHardware):
             self._handshake()
             self._hardware.activate()
@@ -259,13 +310,13 @@ class GraphLinks:
             kind, goal = motion
             self._send_goal(self._motion[kind], goal, completion, play=False)
         elif isinstance(action, act.StrikeInstrument):
-            if self._defer_until_motions_end(action, completion, options):
+            if self._defer_until_motions_end(action, completion, options, latches):
                 return
             goal = Hit.Goal(instrument=action.instrument, velocity=options.velocity,
                             hand=options.hand)
             self._send_goal(self._hit, goal, completion, play=False)
         elif isinstance(action, act.StartPlay | act.ResumePlay):
-            if self._defer_until_motions_end(action, completion, options):
+            if self._defer_until_motions_end(action, completion, options, latches):
                 return
             goal = Play.Goal(score=action.play_id, speed=options.speed,
                              start_bar=options.start_bar, improv=options.improv)
@@ -282,14 +333,6 @@ class GraphLinks:
         elif isinstance(action, act.HaltMotion):
             self.drop_deferred()
             self._trigger('/trajectory_generator/halt')
-        elif isinstance(action, act.EstopHardware):
-            self.estop_now()
-        elif isinstance(action, act.ResetHardware):
-            self._require(HARDWARE_NODE)
-            response = self._hardware.request('reset')
-            if not response.accepted:
-                self._node.get_logger().warning(f'RESET refused by the hardware: '
-                                                f'{response.reason}')
         elif isinstance(action, act.Shutdown):
             try:
                 # A hardware node that is down has nothing left to switch off (its bus loop
@@ -320,14 +363,14 @@ class GraphLinks:
                                    profile=options.profile or action.profile.value)
         return None
 
-    def _defer_until_motions_end(self, action, completion, options) -> bool:
+    def _defer_until_motions_end(self, action, completion, options, latches: int) -> bool:
         """Hold a play or HIT back while motion goals run (True = held): the score player
         plans from the pose the motions end in, not from one they are about to leave. The
         worker stays free meanwhile (ESTOP must never wait behind a motion)."""
         with self._count_lock:
             if self._motions_in_flight == 0:
                 return False
-            self._after_motions = (action, completion, options)
+            self._after_motions = (action, completion, options, latches)
             return True
 
     def drop_deferred(self, reason: str = 'dropped before it started') -> None:
@@ -337,7 +380,11 @@ class GraphLinks:
             deferred, self._after_motions = self._after_motions, None
         if deferred is None:
             return
-        action, completion, _options = deferred
+        action, completion, _options, _latches = deferred
+        self._drop(action, completion, reason)
+
+    def _drop(self, action, completion: Completion | None, reason: str) -> None:
+        """End a step that will not run; a play ends like a play."""
         if completion is not None and not completion.done.is_set():
             completion.finish(False, reason)
         if isinstance(action, act.StartPlay | act.ResumePlay):
@@ -443,9 +490,9 @@ class GraphLinks:
             if deferred is not None:
                 self._after_motions = None
         if deferred is not None:
-            action, deferred_completion, options = deferred
+            action, deferred_completion, options, latches = deferred
             with self._order_lock:
                 self._items_pending += 1
-                self._queue.put(((action,), deferred_completion, options, None))
+                self._queue.put(((action,), deferred_completion, options, None, latches))
         if idle:
             self._events['motion_finished']()

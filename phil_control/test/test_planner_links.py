@@ -1,6 +1,6 @@
 """In-process rclpy test of the planner's GraphLinks: when a motion goal leaves, and in what
 order goals and service calls reach the rest of the graph (a stand-in trajectory generator
-with a real action server and halt service)."""
+with a real action server and halt service, and a stand-in hardware request service)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from phil_control.planner_links import Completion, GraphLinks  # noqa: E402
 from phil_description.core.graph_key import GraphKey  # noqa: E402
 from phil_description.testing import ros_test_context  # noqa: E402
 from phil_msgs.action import Look  # noqa: E402
-from phil_msgs.srv import Trigger  # noqa: E402
+from phil_msgs.srv import HardwareRequest, Trigger  # noqa: E402
 
 WAIT_S = 10.0
 LOOK = act.LookAt(pan_rad=0.1, tilt_rad=0.05, duration_s=0.2, profile=Profile.COSINE)
@@ -41,6 +41,10 @@ class StandInGenerator:
                                   goal_callback=self._on_goal, callback_group=group)
         node.create_service(Trigger, '/trajectory_generator/halt', self._on_halt,
                             callback_group=group)
+        # The hardware's request service, here so one executor serves both stand-ins.
+        self.reset_arrived = threading.Event()
+        node.create_service(HardwareRequest, '/hardware/request', self._on_request,
+                            callback_group=group)
 
     def _on_goal(self, goal):
         self.arrivals.append(f'look {goal.pan_rad:.2f}')
@@ -57,6 +61,13 @@ class StandInGenerator:
         while self.hold_halt.is_set() and time.monotonic() < deadline:
             time.sleep(0.01)
         response.accepted = True
+        return response
+
+    def _on_request(self, request, response):
+        self.arrivals.append(request.request)
+        if request.request == 'reset':
+            self.reset_arrived.set()
+        response.accepted, response.reason = False, 'refused by the stand-in'
         return response
 
 
@@ -83,6 +94,7 @@ def graph():
             thread.start()
         try:
             assert links._motion[Look].wait_for_server(timeout_sec=WAIT_S)
+            assert links._hardware._request.wait_for_service(timeout_sec=WAIT_S)
             yield links, generator, failures
         finally:
             generator.hold_halt.clear()
@@ -139,3 +151,42 @@ def test_a_motion_whose_server_is_missing_fails_on_the_worker_with_the_reason(gr
     assert not completion.success
     assert 'gesture is not available' in completion.reason
     assert failures == [completion.reason]
+
+
+def test_a_reset_reaches_the_hardware_while_the_worker_waits_on_a_stopped_node(graph):
+    """A latch's halt goes to a node that does not answer (stopped): the RESET decided after it
+    must not wait behind it, or the robot stays latched once the node is back."""
+    links, generator, failures = graph
+    generator.hold_halt.set()
+    links.submit((act.HaltMotion(),))
+    assert generator.halt_arrived.wait(WAIT_S)
+    links.submit((act.ResetHardware(),))
+    assert generator.reset_arrived.wait(WAIT_S), generator.arrivals
+    assert generator.arrivals == ['halt', 'reset']
+    assert links.motions_queued == 1  # the halt is still unanswered
+    generator.hold_halt.clear()
+    assert failures == []
+
+
+def test_a_motion_queued_before_a_latch_never_moves_the_robot_after_it(graph):
+    """ESTOP while a LOOK waits behind an unanswered step, then RESET: the LOOK was decided
+    before the latch, so it is dropped with the reason instead of moving the robot."""
+    links, generator, failures = graph
+    generator.hold_halt.set()
+    links.submit((act.HaltMotion(),))
+    assert generator.halt_arrived.wait(WAIT_S)
+    completion = Completion()
+    links.submit((LOOK,), completion)
+    links.latched('emergency stop')
+    links.submit((act.ResetHardware(),))
+    assert generator.reset_arrived.wait(WAIT_S)
+    generator.hold_halt.clear()
+    assert completion.done.wait(WAIT_S)
+    assert not completion.success
+    assert 'latched before it started (emergency stop)' in completion.reason
+    later = Completion()
+    links.submit((LOOK,), later)  # decided after the latch: it runs
+    assert later.done.wait(WAIT_S)
+    assert later.success, later.reason
+    assert generator.arrivals == ['halt', 'reset', 'look 0.10']
+    assert failures == []
