@@ -11,8 +11,9 @@ every node.
 The hardware's latch is the truth: FAULT and ESTOP follow /hardware/status, and RESET is asked
 of the hardware, which grants it once the cause is gone. ESTOP from any route reaches the bus
 loop at once (``GraphLinks.estop_now``), RESET reaches the hardware at once, and a latch drops
-the motions decided before it (``GraphLinks.latched``). The planner watches the heartbeats of ``watched_nodes``
-(the launcher passes every other node of the graph): the status names the ones that are down,
+the motions decided before it (``GraphLinks.latched``). The planner watches the heartbeats of
+``watched_nodes`` (the launcher passes every other node of the graph): the status names the
+ones that are down,
 a motion that needs a node of the motion path that is down is refused with the reason, the
 goals running on it end, and a silent hardware node latches FAULT here (it cannot report it
 itself). At most ``MAX_QUEUED_MOTIONS`` motions wait or run; one more is refused (queue full).

@@ -105,6 +105,13 @@ def graph():
             server.destroy_node()
 
 
+def hold_the_worker(links, generator) -> None:
+    """Leave the worker waiting for a halt answer (as for a stopped node) until it is cleared."""
+    generator.hold_halt.set()
+    links.submit((act.HaltMotion(),))
+    assert generator.halt_arrived.wait(WAIT_S)
+
+
 def test_a_motion_decided_while_the_worker_is_idle_leaves_from_the_deciding_thread(graph):
     links, generator, failures = graph
     client = links._motion[Look]
@@ -127,9 +134,7 @@ def test_a_motion_decided_while_the_worker_is_idle_leaves_from_the_deciding_thre
 
 def test_a_motion_decided_behind_a_pending_step_waits_its_turn(graph):
     links, generator, failures = graph
-    generator.hold_halt.set()
-    links.submit((act.HaltMotion(),))
-    assert generator.halt_arrived.wait(WAIT_S)
+    hold_the_worker(links, generator)
     completion = Completion()
     links.submit((LOOK,), completion)
     time.sleep(0.3)  # a goal sent out of turn would arrive meanwhile
@@ -157,9 +162,7 @@ def test_a_reset_reaches_the_hardware_while_the_worker_waits_on_a_stopped_node(g
     """A latch's halt goes to a node that does not answer (stopped): the RESET decided after it
     must not wait behind it, or the robot stays latched once the node is back."""
     links, generator, failures = graph
-    generator.hold_halt.set()
-    links.submit((act.HaltMotion(),))
-    assert generator.halt_arrived.wait(WAIT_S)
+    hold_the_worker(links, generator)
     links.submit((act.ResetHardware(),))
     assert generator.reset_arrived.wait(WAIT_S), generator.arrivals
     assert generator.arrivals == ['halt', 'reset']
@@ -172,9 +175,7 @@ def test_a_motion_queued_before_a_latch_never_moves_the_robot_after_it(graph):
     """ESTOP while a LOOK waits behind an unanswered step, then RESET: the LOOK was decided
     before the latch, so it is dropped with the reason instead of moving the robot."""
     links, generator, failures = graph
-    generator.hold_halt.set()
-    links.submit((act.HaltMotion(),))
-    assert generator.halt_arrived.wait(WAIT_S)
+    hold_the_worker(links, generator)
     completion = Completion()
     links.submit((LOOK,), completion)
     links.latched('emergency stop')
