@@ -13,10 +13,10 @@ of the hardware, which grants it once the cause is gone. ESTOP from any route re
 loop at once (``GraphLinks.estop_now``), RESET reaches the hardware at once, and a latch drops
 the motions decided before it (``GraphLinks.latched``). The planner watches the heartbeats of
 ``watched_nodes`` (the launcher passes every other node of the graph): the status names the
-ones that are down,
-a motion that needs a node of the motion path that is down is refused with the reason, the
-goals running on it end, and a silent hardware node latches FAULT here (it cannot report it
-itself). At most ``MAX_QUEUED_MOTIONS`` motions wait or run; one more is refused (queue full).
+ones that are down, a motion that needs a node of the motion path that is down is refused
+with the reason, the goals running on it end, and a silent hardware node latches FAULT here
+(it cannot report it itself). At most ``MAX_QUEUED_MOTIONS`` motions wait or run; one more
+is refused (queue full).
 
 Every command, from any route, goes through one StateMachine under one lock. A goal whose
 command is rejected is accepted and aborted at once with the reason in its result (a rejected
