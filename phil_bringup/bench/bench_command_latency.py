@@ -14,15 +14,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import tempfile
 import time
 from pathlib import Path
+
+import numpy as np
 
 from phil_bringup.testing.graph import FrameCapture, RunningGraph
 from phil_description.core import default_robot_model
 from phil_hardware.core.codecs import epos4
 from phil_hardware.core.codecs.frame import CanFrame
+from phil_hardware.rt.tick_stats import percentiles
 
 JOINT = 'right_wrist'
 
@@ -90,15 +92,11 @@ def main() -> None:
         finally:
             capture.close()
             graph.stop()
-    latencies_ms.sort()
-
-    def quantile(q: float) -> float:
-        return latencies_ms[min(len(latencies_ms) - 1, int(q * len(latencies_ms)))]
-
+    p50_ms, p99_ms = percentiles(np.asarray(latencies_ms), (50.0, 99.0))
     print(json.dumps({
         'benchmark': 'tcp_command_to_first_frame', 'commands': args.count,
-        'measured': len(latencies_ms), 'p50_ms': round(statistics.median(latencies_ms), 2),
-        'p99_ms': round(quantile(0.99), 2), 'max_ms': round(latencies_ms[-1], 2),
+        'measured': len(latencies_ms), 'p50_ms': round(p50_ms, 2),
+        'p99_ms': round(p99_ms, 2), 'max_ms': round(max(latencies_ms), 2),
         'goal_p99_ms': 20.0}))
 
 

@@ -8,7 +8,9 @@ word change, CLOCK_MONOTONIC), read from outside the graph, minus the time the l
 Conditions run in an order that leaves the graph usable for the next one: stopped nodes are
 continued after their samples, kills come last. JSON lines, one per condition (goal: p99 <= 20
 ms everywhere) with the CPU time the hypervisor took from the VM meanwhile (``steal_ms``: a
-stolen vCPU stalls any code, 50-70 ms at a time here), then the fault and QUIT figures.
+stolen vCPU stalls any code, 50-70 ms at a time here) and the figures of the samples during
+which it took none (``*_without_steal``; /proc/stat counts steal in 10 ms steps), then the
+fault and QUIT figures.
 
 Usage: python phil_bringup/bench/bench_estop.py [--count 100]
 """
@@ -27,10 +29,14 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
+
 from phil_bringup.testing.graph import BusLoopView, RunningGraph
 from phil_hardware.core.realtime import steal_during, steal_ms
+from phil_hardware.rt.tick_stats import percentiles
 
 GOAL_P99_MS = 20.0
+STEAL_ACCOUNTING_S = 0.02
 MEASURE_RT_PRIORITY = 35   # above the TCP bridge (25), below the bus loop (40)
 STOPPABLE = ('score_player', 'trajectory_generator', 'behavior_planner', 'hardware',
              'description_publisher')
@@ -40,25 +46,24 @@ MOTION_PATH = ('score_player', 'trajectory_generator', 'behavior_planner', 'hard
 
 
 def quantiles(samples_ms: list[float]) -> dict:
-    ordered = sorted(samples_ms)
-
-    def at(q: float) -> float:
-        return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 2)
-
-    return {'count': len(ordered), 'p50_ms': at(0.5), 'p99_ms': at(0.99),
-            'max_ms': round(ordered[-1], 2)}
+    """Count, p50, p99 (numpy's linear interpolation) and max, in ms."""
+    p50, p99 = percentiles(np.asarray(samples_ms), (50.0, 99.0))
+    return {'count': len(samples_ms), 'p50_ms': round(p50, 2), 'p99_ms': round(p99, 2),
+            'max_ms': round(max(samples_ms), 2)}
 
 
 def measure_estops(graph: RunningGraph, view: BusLoopView, count: int) -> dict:
-    """``count`` ESTOPs: the latency figures and the steal time meanwhile."""
+    """``count`` ESTOPs: the latency figures, the steal time meanwhile, and the figures of the
+    samples during which the hypervisor took no CPU time from the VM."""
     # The measuring thread runs ahead of the graph (when allowed): the time between taking the
     # send time and the send must be ours, not the controller's.
     with contextlib.suppress(OSError):
         os.sched_setscheduler(0, os.SCHED_RR, os.sched_param(MEASURE_RT_PRIORITY))
     steal_before = steal_ms()
-    samples = []
+    samples, unstolen = [], []
     for _ in range(count):
         seen = view.snapshot().estop_seen
+        stolen_before = steal_ms()
         sent_s = time.monotonic()
         reply = graph.line('ESTOP')
         if not reply.startswith('OK|ESTOP'):
@@ -67,9 +72,19 @@ def measure_estops(graph: RunningGraph, view: BusLoopView, count: int) -> dict:
         if latched is None:
             raise RuntimeError('the bus loop did not latch within 5 s')
         samples.append((latched.estop_seen_s - sent_s) * 1e3)
+        # Steal is counted at the next scheduler tick: look a little after the sample.
+        time.sleep(STEAL_ACCOUNTING_S)
+        if not steal_during(stolen_before):
+            unstolen.append(samples[-1])
         # More than the bus loop's window in which the routes of one ESTOP count as one.
         time.sleep(random.uniform(0.25, 0.35))
-    return {**quantiles(samples), 'steal_ms': steal_during(steal_before)}
+    figures = {**quantiles(samples), 'steal_ms': steal_during(steal_before)}
+    if unstolen:
+        without = quantiles(unstolen)
+        figures.update(samples_without_steal=without['count'],
+                       p99_ms_without_steal=without['p99_ms'],
+                       max_ms_without_steal=without['max_ms'])
+    return figures
 
 
 def fault_latched_after(view: BusLoopView, words: str, since_s: float) -> float | None:
