@@ -11,11 +11,11 @@ every node.
 The hardware's latch is the truth: FAULT and ESTOP follow /hardware/status, and RESET is asked
 of the hardware, which grants it once the cause is gone. ESTOP from any route reaches the bus
 loop at once (``GraphLinks.estop_now``), RESET reaches the hardware at once, and a latch drops
-the motions decided before it (``GraphLinks.latched``). The planner watches the heartbeats of
-``watched_nodes`` (the launcher passes every other node of the graph): the status names the
-ones that are down, a motion that needs a node of the motion path that is down is refused
-with the reason, the goals running on it end, and a silent hardware node latches FAULT here
-(it cannot report it itself). At most ``MAX_QUEUED_MOTIONS`` motions wait or run; one more
+the motions decided before it (``GraphLinks.drop_earlier_motions``). The planner watches the
+heartbeats of ``watched_nodes`` (the launcher passes every other node of the graph): the status
+names the ones that are down, a motion that needs a node of the motion path that is down is
+refused with the reason, the goals running on it end, and a silent hardware node latches FAULT
+here (it cannot report it itself). At most ``MAX_QUEUED_MOTIONS`` motions wait or run; one more
 is refused (queue full).
 
 Every command, from any route, goes through one StateMachine under one lock. A goal whose
@@ -339,7 +339,7 @@ class BehaviorPlanner(Node):
             self.get_logger().warning(f'play {play_id} ended early: {reason}')
 
     def _failed(self, reason: str) -> None:
-        self._links.latched(reason)
+        self._links.drop_earlier_motions(reason)
         self._event('hardware_fault', reason)
 
     def _shutdown(self) -> None:
@@ -356,7 +356,7 @@ class BehaviorPlanner(Node):
         self._links.node_down(down.node, down.reason)
         if down.node == HARDWARE_NODE:  # it cannot latch or report anything any more
             self._hardware_down = True
-            self._links.latched(down.reason)
+            self._links.drop_earlier_motions(down.reason)
             self._event('hardware_fault', down.reason)
         self._publish_status()
 
@@ -380,11 +380,11 @@ class BehaviorPlanner(Node):
         self._hardware = msg
         latched = self._machine.state in (RobotState.FAULT, RobotState.ESTOP)
         if msg.estop and not before.estop:
-            self._links.latched('emergency stop')
+            self._links.drop_earlier_motions('emergency stop')
             self._event('hardware_estop', 'emergency stop')
         elif msg.faults and not before.faults:
             fault = msg.faults[0]
-            self._links.latched(f'hardware fault: {fault.reason}')
+            self._links.drop_earlier_motions(f'hardware fault: {fault.reason}')
             self._event('hardware_fault', f'{fault.joint or "hardware"}: {fault.reason}')
         elif latched and not msg.faults and not msg.estop and (
                 before.faults or before.estop or self._hardware_down):

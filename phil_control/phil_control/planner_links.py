@@ -18,7 +18,7 @@ blocked on a node that was stopped when the latch came, and the robot stayed lat
 node was back. The hardware node decides (it refuses while a node is down, or when an ESTOP
 came after the RESET was asked). Since RESET no longer waits its turn, nothing decided before
 a latch may move the robot after it: the motion steps of items queued before an ESTOP or a
-fault are dropped (:meth:`GraphLinks.latched`). A step that
+fault are dropped (:meth:`GraphLinks.drop_earlier_motions`). A step that
 needs a node the planner's graph watch sees down fails at once with the reason instead of
 waiting for its timeout, and the goals running on a node that goes down end with that reason.
 
@@ -151,10 +151,10 @@ class GraphLinks:
                            '/score_player/stop', '/hardware/estop')}
         self._speed = node.create_client(SetSpeed, '/score_player/speed', callback_group=group)
         self._queue: queue.Queue = queue.Queue()
-        # Counts latches: an item queued under an older count was decided before the last
-        # latch, and its motion steps are dropped; with the reason of that latch.
-        self._latches = 0
-        self._latch_reason = ''
+        # Counts latches and shutdowns without motion: an item queued under an older count
+        # was decided before the last one, and its motion steps are dropped, with its reason.
+        self._drops = 0
+        self._drop_reason = ''
         # Items queued or running on the worker; a goal leaves at once only when it is 0, so
         # goals still reach the trajectory generator in decision order.
         self._items_pending = 0
@@ -173,11 +173,14 @@ class GraphLinks:
     def submit(self, actions: tuple, completion: Completion | None = None,
                options: GoalOptions | None = None) -> None:
         """Queue a decision's actions; ``completion`` tracks its (first) motion or play. An
-        ESTOP or a RESET among them is carried out at once, before anything queued."""
+        ESTOP or a RESET among them is carried out at once, before anything queued; with a
+        Shutdown, the motions queued before it never start."""
         if any(isinstance(action, act.EstopHardware) for action in actions):
             self.estop_now()
         if any(isinstance(action, act.ResetHardware) for action in actions):
             self._reset_now()
+        if act.Shutdown() in actions:
+            self.drop_earlier_motions('the controller shuts down')
         actions = tuple(a for a in actions if not isinstance(a, AT_ONCE))
         if not actions:
             if completion is not None:
@@ -188,7 +191,7 @@ class GraphLinks:
             sent = self._send_at_once(actions[0], completion, options) \
                 if self._items_pending == 0 else None
             self._items_pending += 1
-            self._queue.put((actions, completion, options, sent, self._latches))
+            self._queue.put((actions, completion, options, sent, self._drops))
 
     def stop(self) -> None:
         self._queue.put(None)
@@ -208,14 +211,15 @@ class GraphLinks:
             client = self._triggers['/hardware/estop']
             if client.service_is_ready():
                 client.call_async(Trigger.Request())
-        self.latched('emergency stop')
+        self.drop_earlier_motions('emergency stop')
 
-    def latched(self, reason: str) -> None:
-        """The robot latched (ESTOP or a fault): a held play or HIT is dropped, and so are the
-        motion steps of everything queued before now, whatever a RESET does next."""
+    def drop_earlier_motions(self, reason: str) -> None:
+        """The robot latched (ESTOP or a fault), or shuts down without motion: a held play or
+        HIT is dropped, and so are the motion steps of everything queued before now, whatever
+        a RESET does next (e.g. the START motion behind the activation QUIT came during)."""
         with self._order_lock:
-            self._latches += 1
-            self._latch_reason = reason
+            self._drops += 1
+            self._drop_reason = reason
         self.drop_deferred(reason)
 
     def _reset_now(self) -> None:
@@ -280,17 +284,17 @@ class GraphLinks:
                     self._items_pending -= 1
 
     def _run_item(self, actions: tuple, completion: Completion | None, options: GoalOptions,
-                  sent: SentGoal | None, latches: int) -> None:
-        """Run the steps in order; ``latches``: the latch count when they were decided."""
+                  sent: SentGoal | None, drops: int) -> None:
+        """Run the steps in order; ``drops``: ``self._drops`` when they were decided."""
         for index, action in enumerate(actions):
             try:
                 if index == 0 and sent is not None:
                     self._await_accepted(sent)
-                elif latches != self._latches and isinstance(action, MOVING_STEPS):
-                    self._drop(action, completion, f'dropped: the robot latched before it '
-                                                   f'started ({self._latch_reason})')
+                elif drops != self._drops and isinstance(action, MOVING_STEPS):
+                    self._drop(action, completion, f'dropped before it started: '
+                                                   f'{self._drop_reason}')
                 else:
-                    self._run(action, completion, options, latches)
+                    self._run(action, completion, options, drops)
             except Exception as error:  # one failed step must not kill the worker
                 reason = f'{type(action).__name__} failed: {error}'
                 self._node.get_logger().error(reason)
@@ -301,7 +305,7 @@ class GraphLinks:
 
     # ------------------------------------------------------------------ steps
     def _run(self, action, completion: Completion | None, options: GoalOptions,
-             latches: int) -> None:
+             drops: int) -> None:
         if isinstance(action, act.ActivateHardware):
             self._handshake()
             self._hardware.activate()
@@ -310,13 +314,13 @@ class GraphLinks:
             kind, goal = motion
             self._send_goal(self._motion[kind], goal, completion, play=False)
         elif isinstance(action, act.StrikeInstrument):
-            if self._defer_until_motions_end(action, completion, options, latches):
+            if self._defer_until_motions_end(action, completion, options, drops):
                 return
             goal = Hit.Goal(instrument=action.instrument, velocity=options.velocity,
                             hand=options.hand)
             self._send_goal(self._hit, goal, completion, play=False)
         elif isinstance(action, act.StartPlay | act.ResumePlay):
-            if self._defer_until_motions_end(action, completion, options, latches):
+            if self._defer_until_motions_end(action, completion, options, drops):
                 return
             goal = Play.Goal(score=action.play_id, speed=options.speed,
                              start_bar=options.start_bar, improv=options.improv)
@@ -363,14 +367,14 @@ class GraphLinks:
                                    profile=options.profile or action.profile.value)
         return None
 
-    def _defer_until_motions_end(self, action, completion, options, latches: int) -> bool:
+    def _defer_until_motions_end(self, action, completion, options, drops: int) -> bool:
         """Hold a play or HIT back while motion goals run (True = held): the score player
         plans from the pose the motions end in, not from one they are about to leave. The
         worker stays free meanwhile (ESTOP must never wait behind a motion)."""
         with self._count_lock:
             if self._motions_in_flight == 0:
                 return False
-            self._after_motions = (action, completion, options, latches)
+            self._after_motions = (action, completion, options, drops)
             return True
 
     def drop_deferred(self, reason: str = 'dropped before it started') -> None:
@@ -380,7 +384,7 @@ class GraphLinks:
             deferred, self._after_motions = self._after_motions, None
         if deferred is None:
             return
-        action, completion, _options, _latches = deferred
+        action, completion, _options, _drops = deferred
         self._drop(action, completion, reason)
 
     def _drop(self, action, completion: Completion | None, reason: str) -> None:
@@ -490,9 +494,9 @@ class GraphLinks:
             if deferred is not None:
                 self._after_motions = None
         if deferred is not None:
-            action, deferred_completion, options, latches = deferred
+            action, deferred_completion, options, drops = deferred
             with self._order_lock:
                 self._items_pending += 1
-                self._queue.put(((action,), deferred_completion, options, None, latches))
+                self._queue.put(((action,), deferred_completion, options, None, drops))
         if idle:
             self._events['motion_finished']()

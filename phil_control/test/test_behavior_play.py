@@ -7,11 +7,13 @@ import math
 from phil_control.core.behavior import (
     ActivateHardware,
     BehaviorConfig,
+    HaltMotion,
     LookAt,
     MoveJoints,
     MoveToPose,
     PausePlay,
     PerformGesture,
+    ResetHardware,
     ResumePlay,
     ResumePoint,
     RobotState,
@@ -24,6 +26,7 @@ from phil_control.core.behavior import (
 )
 from phil_control.core.profiles import Profile
 from phil_control.core.protocol import (
+    Estop,
     Gesture,
     Hit,
     Look,
@@ -35,6 +38,7 @@ from phil_control.core.protocol import (
     Pose,
     Quit,
     Ready,
+    Reset,
     Resume,
     Start,
 )
@@ -174,14 +178,46 @@ def test_quit_during_start_before_the_first_trajectory_shuts_down_at_once():
     assert machine.decide(Quit()).actions == (Shutdown(),)
 
 
-def test_quit_in_init_and_playing_is_rejected_as_upstream():
+def test_quit_in_init_halts_and_switches_the_torque_off_without_any_motion():
     machine = StateMachine()
     machine.decide(Start())
     machine.start_completed()
-    assert 'QUIT is allowed only in IDLE' in machine.decide(Quit()).reason
-    machine.decide(Ready())
+    decision = machine.decide(Quit())
+    assert decision.state is RobotState.SHUTTINGDOWN
+    assert decision.actions == (HaltMotion(), Shutdown())
+    assert not machine.motion_finished().accepted  # the START motion's end asks for nothing
+
+
+def test_quit_in_playing_stops_the_play_then_moves_to_the_shutdown_pose():
+    machine = idle_machine()
     machine.decide(Play('BF'))
-    assert not machine.decide(Quit()).accepted
+    decision = machine.decide(Quit())
+    assert decision.state is RobotState.SHUTTINGDOWN and decision.actions == (StopPlay(),)
+    assert not machine.decide(Resume()).accepted
+    # The player saves a point on stop as on pause; QUIT keeps none.
+    ended = machine.play_paused(ResumePoint('BF', 3))
+    assert ended.actions == (MoveToPose('shutdown', 3.0, Profile.COSINE),)
+    assert machine.snapshot().resume_point is None
+    assert machine.motion_finished().actions == (Shutdown(),)
+
+
+def test_quit_after_pause_in_playing_still_stops_and_shuts_down():
+    machine = idle_machine()
+    machine.decide(Play('BF'))
+    machine.decide(Pause())
+    assert machine.decide(Quit()).actions == (StopPlay(),)
+    assert machine.play_finished().actions == (MoveToPose('shutdown', 3.0, Profile.COSINE),)
+    assert machine.motion_finished().actions == (Shutdown(),)
+
+
+def test_estop_during_quit_in_playing_finishes_it_without_motion():
+    machine = idle_machine()
+    machine.decide(Play('BF'))
+    machine.decide(Quit())
+    machine.decide(Estop())
+    assert not machine.play_finished().actions  # no shutdown pose while latched
+    machine.hardware_cleared()
+    assert machine.decide(Reset()).actions == (ResetHardware(), Shutdown())
 
 
 def test_pose_shutdown_also_ends_in_shuttingdown():

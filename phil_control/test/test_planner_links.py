@@ -80,9 +80,10 @@ def graph():
         server = rclpy.create_node('stand_in_generator', context=context)
         generator = StandInGenerator(server)
         failures: list[str] = []
+        generator.shut_down = threading.Event()
         events = {'motion_finished': lambda: None, 'start_completed': lambda: None,
                   'play_ended': lambda *args: None, 'failed': failures.append,
-                  'shutdown': lambda: None}
+                  'shutdown': generator.shut_down.set}
         links = GraphLinks(planner, ('head_yaw', 'head_pitch'), {}, events,
                            GraphKey.from_environment())
         executors = [SingleThreadedExecutor(context=context),
@@ -178,16 +179,32 @@ def test_a_motion_queued_before_a_latch_never_moves_the_robot_after_it(graph):
     hold_the_worker(links, generator)
     completion = Completion()
     links.submit((LOOK,), completion)
-    links.latched('emergency stop')
+    links.drop_earlier_motions('emergency stop')
     links.submit((act.ResetHardware(),))
     assert generator.reset_arrived.wait(WAIT_S)
     generator.hold_halt.clear()
     assert completion.done.wait(WAIT_S)
     assert not completion.success
-    assert 'latched before it started (emergency stop)' in completion.reason
+    assert 'dropped before it started: emergency stop' in completion.reason
     later = Completion()
     links.submit((LOOK,), later)  # decided after the latch: it runs
     assert later.done.wait(WAIT_S)
     assert later.success, later.reason
     assert generator.arrivals == ['halt', 'reset', 'look 0.10']
+    assert failures == []
+
+
+def test_a_motion_queued_before_a_shutdown_without_motion_never_starts(graph):
+    """QUIT during START: the START motion behind the activation must not run before the
+    torque goes off."""
+    links, generator, failures = graph
+    hold_the_worker(links, generator)
+    completion = Completion()
+    links.submit((LOOK,), completion)
+    links.submit((act.Shutdown(),))
+    generator.hold_halt.clear()
+    assert completion.done.wait(WAIT_S)
+    assert 'dropped before it started: the controller shuts down' in completion.reason
+    assert generator.shut_down.wait(WAIT_S)
+    assert generator.arrivals == ['halt']
     assert failures == []

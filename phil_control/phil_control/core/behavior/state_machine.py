@@ -15,9 +15,12 @@ Gating (upstream Gen-2, FACTS section 8):
 * PAUSE and PLAY_CTRL only in PLAYING. PAUSE asks the player to save a resume point and stop
   (`play_paused` -> IDLE); PLAY_CTRL stop drops the resume point (`play_finished` -> IDLE); a
   normal end (`play_finished`) keeps whatever point there is.
-* QUIT in IDLE moves to the shutdown pose (state SHUTTINGDOWN at once, as upstream); when the
-  motion has finished (`motion_finished`) the machine asks for `Shutdown`. `POSE|shutdown`
-  does the same with the POSE motion. QUIT in INIT or PLAYING is rejected, as upstream.
+* QUIT (state SHUTTINGDOWN at once, as upstream) in every state, as upstream's README promises
+  (its code took it only in IDLE): in IDLE the robot moves to the shutdown pose and, when the
+  motion has finished (`motion_finished`), the machine asks for `Shutdown`; in PLAYING the
+  play stops first (no resume point), then the same; in INIT (the locking pins may still be
+  in) the START motion halts and the torque goes off without any motion, as in STANDBY,
+  FAULT and ESTOP. `POSE|shutdown` does what QUIT does in IDLE.
 * GET_STATUS, PROTOCOL and ESTOP are accepted in every state.
 
 Added to upstream: FAULT and ESTOP, latched from the hardware (`hardware_fault`,
@@ -104,6 +107,7 @@ class StateMachine:
         self._last_rejection: Rejection | None = None
         self._ending: str | None = None          # 'pause' or 'stop' once asked during PLAYING
         self._shutdown_after_motion = False
+        self._quit_after_play = False   # QUIT in PLAYING: the shutdown pose once the play ends
         self._finished = False
         self._latched_from: RobotState | None = None
         self._fault_reason = ''
@@ -165,13 +169,14 @@ class StateMachine:
                 return self._reject(op, f'robot is {state}; READY is allowed only in INIT')
             return self._accept(RobotState.IDLE)
         if isinstance(command, Quit):
-            if self._state is not RobotState.IDLE:
-                return self._reject(op, f'robot is {state}; QUIT is allowed only in IDLE, '
-                                        'STANDBY, FAULT or ESTOP')
-            self._shutdown_after_motion = True
-            config = self._config
-            return self._accept(RobotState.SHUTTINGDOWN, actions=(MoveToPose(
-                config.shutdown_pose, config.quit_duration_s, config.quit_profile),))
+            if self._state is RobotState.PLAYING:
+                self._resume = None
+                self._ending = 'stop'
+                self._quit_after_play = True
+                return self._accept(RobotState.SHUTTINGDOWN, actions=(StopPlay(),))
+            if self._state is RobotState.INIT:
+                return self._accept(RobotState.SHUTTINGDOWN, actions=(HaltMotion(), Shutdown()))
+            return self._accept(RobotState.SHUTTINGDOWN, actions=(self._shutdown_motion(),))
         if isinstance(command, Pause | PlayCtrlStop | PlayCtrlSpeed):
             return self._decide_play_control(command, op)
         if isinstance(command, MOTION_COMMANDS):
@@ -179,6 +184,12 @@ class StateMachine:
                 return self._reject(op, f'robot is {state}; motions are allowed only in IDLE')
             return self._decide_motion(command, op)
         return self._reject(op, f'robot is {state}; {op} is not handled')
+
+    def _shutdown_motion(self) -> Action:
+        """The move to the shutdown pose; `Shutdown` follows when it has finished."""
+        self._shutdown_after_motion = True
+        config = self._config
+        return MoveToPose(config.shutdown_pose, config.quit_duration_s, config.quit_profile)
 
     def _decide_before_start(self, command: Command, op: str) -> Decision:
         if isinstance(command, Quit):
@@ -282,8 +293,11 @@ class StateMachine:
         return self._ignored('no state waits for the end of a motion')
 
     def play_finished(self) -> Decision:
-        """The play ended (score done, or stopped by PLAY_CTRL stop): PLAYING -> IDLE."""
+        """The play ended (score done, or stopped by PLAY_CTRL stop): PLAYING -> IDLE; after
+        QUIT, the move to the shutdown pose."""
         self._ending = None
+        if self._quit_after_play:
+            return self._after_quit_play()
         if self._state is RobotState.PLAYING:
             return self._accept(RobotState.IDLE)
         if self._latched_from is RobotState.PLAYING:
@@ -297,6 +311,8 @@ class StateMachine:
         """
         keep = self._ending != 'stop'
         self._ending = None
+        if self._quit_after_play:
+            return self._after_quit_play()
         if self._state is RobotState.PLAYING or self._latched_from is RobotState.PLAYING:
             if keep:
                 self._resume = resume_point
@@ -304,6 +320,10 @@ class StateMachine:
                 return self._accept(RobotState.IDLE)
             return self._accept()
         return self._ignored(f'robot is {self._state.value}, not PLAYING')
+
+    def _after_quit_play(self) -> Decision:
+        self._quit_after_play = False
+        return self._accept(actions=(self._shutdown_motion(),))
 
     def hardware_fault(self, reason: str) -> Decision:
         """The hardware reported a fault: latch FAULT (ESTOP stays ESTOP)."""
@@ -343,6 +363,7 @@ class StateMachine:
                first: tuple[Action, ...] = ()) -> Decision:
         self._reset_pending = False
         self._cause_cleared = False
+        self._quit_after_play = False   # leaving the latch finishes a QUIT without motion
         self._fault_reason = reason
         if self._state in LATCHED_STATES:
             new_state = RobotState.ESTOP if RobotState.ESTOP in (target, self._state) \
