@@ -43,6 +43,8 @@ from sensor_msgs.msg import JointState
 
 from phil_control.core.behavior import BehaviorConfig, ResumePoint, RobotState, StateMachine
 from phil_control.core.behavior.actions import HaltMotion
+from phil_control.core.behavior.state_machine import NEVER_WAIT
+from phil_control.core.behavior.turns import CommandTurns
 from phil_control.core.protocol import (
     ParseError,
     ProtocolVocabulary,
@@ -103,6 +105,7 @@ class BehaviorPlanner(Node):
         self._machine = StateMachine(BehaviorConfig(pose_names=tuple(self._model.poses)),
                                      clock=time.monotonic)
         self._lock = threading.RLock()
+        self._turns = CommandTurns(time.monotonic)   # commands waiting for a transition
         self._goal_context: tuple[Completion | None, GoalOptions] = (None, GoalOptions())
         self._handler = MachineCommandHandler(self._machine, execute=self._execute,
                                               commanded_rad=lambda: self._commanded,
@@ -143,10 +146,42 @@ class BehaviorPlanner(Node):
                                  self._on_commanded, LATCHED, callback_group=group)
         self.create_subscription(HardwareStatus, '/hardware/status', self._on_hardware, LATCHED,
                                  callback_group=group)
-        self.create_timer(1.0 / rate_hz, self._publish_status, callback_group=group)
+        self.create_timer(1.0 / rate_hz, self._on_status_timer, callback_group=group)
         self._publish_status()
 
     # ------------------------------------------------------------------ commands
+    async def _decide_in_turn(self, command, completion: Completion | None = None,
+                              options: GoalOptions | None = None):
+        """Decide ``command`` now, or, while a transition is being carried out (START before
+        its first trajectory, a PAUSE or stop before the play ends; ``StateMachine.waits``) or
+        other commands wait, once its turn comes (``CommandTurns``)."""
+        with self._lock:
+            must_wait = not isinstance(command, NEVER_WAIT) and (
+                self._turns.busy or self._machine.waits(command))
+            if must_wait:
+                woken = waking_future(self)
+                turn = self._turns.join(command, partial(complete, woken))
+        if not must_wait:
+            return self._decide(command, completion, options)
+        self._release_turns()
+        late = await woken
+        try:
+            if not late:
+                return self._decide(command, completion, options)
+            refusal = f'{type(command).__name__} rejected: {late}'
+            self.get_logger().warning(refusal)
+            if completion is not None:
+                completion.finish(False, refusal)
+            return HandlerReply(False, refusal)
+        finally:
+            with self._lock:
+                self._turns.leave(turn)
+            self._release_turns()
+
+    def _release_turns(self) -> None:
+        with self._lock:
+            self._turns.release(self._machine.waits)
+
     def _decide(self, command, completion: Completion | None = None,
                 options: GoalOptions | None = None):
         """Run one valid command through the machine; its actions go to the worker."""
@@ -164,6 +199,7 @@ class BehaviorPlanner(Node):
                     self._goal_context = (None, GoalOptions())
             state = self._machine.state.value
         name = type(command).__name__
+        self._release_turns()
         if reply.accepted:
             self.get_logger().info(f'{name} accepted; state {state}')
             self._publish_status()
@@ -199,7 +235,7 @@ class BehaviorPlanner(Node):
         elif completion is not None:
             completion.finish(False, decision.reason)
 
-    def _on_command(self, request, response):
+    async def _on_command(self, request, response):
         parsed = parse_line(request.line, self._vocabulary)
         if isinstance(parsed, ParseError):
             response.accepted, response.reason = False, parsed.reason
@@ -208,24 +244,24 @@ class BehaviorPlanner(Node):
         elif isinstance(parsed, cmd.Protocol):
             response.accepted = True
         else:
-            reply = self._decide(parsed)
+            reply = await self._decide_in_turn(parsed)
             response.accepted, response.reason = reply.accepted, reply.reason
         response.state = self._machine.state.value
         return response
 
-    def _on_trigger(self, command_type, request, response):
-        reply = self._decide(command_type())
+    async def _on_trigger(self, command_type, request, response):
+        reply = await self._decide_in_turn(command_type())
         response.accepted, response.reason = reply.accepted, reply.reason
         response.state = self._machine.state.value
         return response
 
-    def _on_speed(self, request, response):
+    async def _on_speed(self, request, response):
         line = f'PLAY_CTRL|speed|{request.speed!r}'
         parsed = parse_line(line, self._vocabulary)
         if not isinstance(parsed, cmd.PlayCtrlSpeed):
             response.accepted, response.reason = False, parsed.reason
         else:
-            reply = self._decide(parsed)
+            reply = await self._decide_in_turn(parsed)
             response.accepted, response.reason = reply.accepted, reply.reason
         response.speed = self._machine.speed
         return response
@@ -269,7 +305,7 @@ class BehaviorPlanner(Node):
         key = bytes(goal_handle.goal_id.uuid)
         self._goal_wakers[key] = waker
         try:
-            reply = self._decide(command, completion, options)
+            reply = await self._decide_in_turn(command, completion, options)
             if not reply.accepted:
                 return self._finish(goal_handle, action_type, False, reply.reason)
             await waker
@@ -327,6 +363,7 @@ class BehaviorPlanner(Node):
             after = self._machine.state
         if after is not before:
             self.get_logger().info(f'{name}: state {before.value} -> {after.value}')
+        self._release_turns()
         self._publish_status()
 
     def _play_ended(self, play_id: str, result, success: bool, reason: str) -> None:
@@ -392,6 +429,10 @@ class BehaviorPlanner(Node):
             self._event('hardware_cleared', msg.lifecycle_state == 'active')
 
     # ------------------------------------------------------------------ status
+    def _on_status_timer(self) -> None:
+        self._release_turns()  # a waiting command whose time is up is refused
+        self._publish_status()
+
     def _publish_status(self) -> None:
         with self._lock:
             snapshot = self._machine.snapshot()
@@ -427,7 +468,10 @@ class BehaviorPlanner(Node):
     def destroy_node(self) -> None:
         """Leave once every node holds the graph shutdown this node sent (bounded)."""
         sender = getattr(self, '_graph_shutdown', None)
-        if sender is not None and self.context.ok() and not sender.wait_delivered():
+        # Every watched node, and this one, subscribes to the graph shutdown.
+        watch = getattr(self, '_watch', None)
+        subscribers = 0 if watch is None else len(watch.watched) + 1
+        if sender is not None and self.context.ok() and not sender.wait_delivered(subscribers):
             self.get_logger().warning(
                 f'a node did not confirm the graph shutdown within '
                 f'{GRAPH_SHUTDOWN_DELIVERY_TIMEOUT_S:.0f} s; the launcher stops it')

@@ -33,7 +33,7 @@ import math
 import queue
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rclpy.action import ActionClient
@@ -66,6 +66,11 @@ AT_ONCE = (act.EstopHardware, act.ResetHardware)
 #: Steps that move the robot: dropped when a latch came after they were decided.
 MOVING_STEPS = (act.MoveToPose, act.LookAt, act.PerformGesture, act.MoveJoints,
                 act.StrikeInstrument, act.StartPlay, act.ResumePlay)
+
+
+@dataclass(frozen=True)
+class SendHeld:
+    """Worker step: send the play or HIT held back until the motions ended."""
 
 
 def serving_node(name: str) -> str:
@@ -291,8 +296,9 @@ class GraphLinks:
                 if index == 0 and sent is not None:
                     self._await_accepted(sent)
                 elif drops != self._drops and isinstance(action, MOVING_STEPS):
-                    self._drop(action, completion, f'dropped before it started: '
-                                                   f'{self._drop_reason}')
+                    reason = f'dropped before it started: {self._drop_reason}'
+                    self._node.get_logger().warning(f'{type(action).__name__} {reason}')
+                    self._drop(action, completion, reason)
                 else:
                     self._run(action, completion, options, drops)
             except Exception as error:  # one failed step must not kill the worker
@@ -327,13 +333,21 @@ class GraphLinks:
             if isinstance(action, act.ResumePlay):
                 goal.start_bar, goal.resume = action.bar, True
             self._send_goal(self._play, goal, completion, play=True)
+        elif isinstance(action, SendHeld):
+            with self._count_lock:
+                held, self._after_motions = self._after_motions, None
+            if held is not None:  # not dropped or paused meanwhile
+                held_action, held_completion, held_options, held_drops = held
+                self._run(held_action, held_completion, held_options, held_drops)
         elif isinstance(action, act.PausePlay):
-            self._trigger('/score_player/pause')
+            if not self._pause_held_play():
+                self._trigger('/score_player/pause')
         elif isinstance(action, act.StopPlay):
             self.drop_deferred()
             self._trigger('/score_player/stop')
         elif isinstance(action, act.SetPlaySpeed):
-            call_service(self._speed, SetSpeed.Request(speed=action.speed))
+            if not self._set_held_play_speed(action.speed):
+                call_service(self._speed, SetSpeed.Request(speed=action.speed))
         elif isinstance(action, act.HaltMotion):
             self.drop_deferred()
             self._trigger('/trajectory_generator/halt')
@@ -376,6 +390,33 @@ class GraphLinks:
                 return False
             self._after_motions = (action, completion, options, drops)
             return True
+
+    def _pause_held_play(self) -> bool:
+        """PAUSE of a play still held back (True): it ends paused where it would have begun,
+        so RESUME starts it from there."""
+        with self._count_lock:
+            held = self._after_motions
+            if held is None or not isinstance(held[0], act.StartPlay | act.ResumePlay):
+                return False
+            self._after_motions = None
+        action, completion, options, _drops = held
+        bar = action.bar if isinstance(action, act.ResumePlay) else max(options.start_bar, 1)
+        reason = 'paused before it started'
+        result = Play.Result(success=False, reason=reason, resume_valid=True, resume_bar=bar)
+        if completion is not None and not completion.done.is_set():
+            completion.finish(False, reason, result)
+        self._events['play_ended'](action.play_id, result, False, reason)
+        return True
+
+    def _set_held_play_speed(self, speed: float) -> bool:
+        """A speed for a play still held back (True): it starts at that speed."""
+        with self._count_lock:
+            held = self._after_motions
+            if held is None or not isinstance(held[0], act.StartPlay | act.ResumePlay):
+                return False
+            action, completion, options, drops = held
+            self._after_motions = (action, completion, replace(options, speed=speed), drops)
+        return True
 
     def drop_deferred(self, reason: str = 'dropped before it started') -> None:
         """Forget a held play or HIT (stop, halt, ESTOP, a hardware fault); a held play ends
@@ -490,13 +531,13 @@ class GraphLinks:
         with self._count_lock:
             self._motions_in_flight -= 1
             idle = self._motions_in_flight == 0
-            deferred = self._after_motions if idle else None
-            if deferred is not None:
-                self._after_motions = None
-        if deferred is not None:
-            action, deferred_completion, options, drops = deferred
+            held = idle and self._after_motions is not None
+        if held:
+            # The held step stays held until the worker sends it: a PAUSE, stop or speed
+            # queued before this point still finds it there (the score player has no play
+            # yet to pause).
             with self._order_lock:
                 self._items_pending += 1
-                self._queue.put(((action,), deferred_completion, options, None, drops))
+                self._queue.put(((SendHeld(),), None, GoalOptions(), None, self._drops))
         if idle:
             self._events['motion_finished']()

@@ -9,8 +9,11 @@ Parameters: ``address`` (127.0.0.1), ``port`` (1951), ``max_line_bytes`` (4096),
 ``liveness_timeout_s``, ``log_dir`` ('' = no command log).
 
 The TCP server runs on its own thread (asyncio); it calls the handler in a worker thread,
-which waits at most ``reply_timeout_s`` for the planner's answer while the other clients are
-served; ROS callbacks never wait.
+which waits for the planner's answer while the other clients are served; ROS callbacks never
+wait. The wait is ``reply_timeout_s`` plus the time the planner may hold a command that came
+during a transition (``COMMAND_WAIT_S``: READY right after START waits for START's first
+trajectory): given up sooner, an answer that came later would say the opposite of what the
+robot did.
 
 ESTOP does not depend on the planner: the moment an ESTOP line arrives the bridge adds to the
 hardware's ESTOP word (``phil_description.core.estop_word``; the bus loop latches from it within
@@ -30,6 +33,7 @@ from pathlib import Path
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
+from phil_control.core.behavior.turns import COMMAND_WAIT_S
 from phil_control.core.protocol import ProtocolVocabulary, format_command, format_status
 from phil_control.core.protocol import commands as cmd
 from phil_control.planner_links import HARDWARE_NODE
@@ -47,6 +51,8 @@ from phil_msgs.srv import Command
 PLANNER_NODE = '/behavior_planner'
 # How long a command sent before the planner was ever discovered waits for it.
 PLANNER_DISCOVERY_TIMEOUT_S = 10.0
+# One GET_STATUS exchange of the first-command probe (asked again when unanswered).
+PROBE_ATTEMPT_S = 1.0
 
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                      reliability=ReliabilityPolicy.RELIABLE)
@@ -64,7 +70,8 @@ class PlannerHandler:
         self._hardware: HardwareStatus | None = None
         self._estop_word = estop_word_name(node.context.get_domain_id(), HARDWARE_NODE)
         self._estop_problem = ''
-        self.liveness = Liveness(node, [PLANNER_NODE], liveness_timeout_s)
+        self.liveness = Liveness(node, [PLANNER_NODE], liveness_timeout_s,
+                                 on_down=lambda _down: self._wake_waiting())
         self.shutdown = GraphShutdownSender(node, key)
         self.shutdown_sent = False
         self._planner_seen = False
@@ -97,12 +104,13 @@ class PlannerHandler:
             self.shutdown_sent = True
             return HandlerReply(True, 'behavior_planner is not answering: the graph shuts down '
                                       'without the shutdown pose')
-        # Right after start-up the planner may not be discovered yet (on a busy machine it
-        # took more than reply_timeout_s): a first command waits for it, bounded.
-        discovery_s = self._timeout_s if self._planner_seen else PLANNER_DISCOVERY_TIMEOUT_S
-        if not self._client.wait_for_service(timeout_sec=discovery_s):
+        if planner_down:  # its calls would wait in vain
+            return HandlerReply(False, 'behavior_planner is not answering; only ESTOP, QUIT '
+                                       'and GET_STATUS are served now')
+        if not self._planner_seen and not self._reach_planner():
             return HandlerReply(False, 'behavior_planner is not running')
-        self._planner_seen = True
+        if not self._client.wait_for_service(timeout_sec=self._timeout_s):
+            return HandlerReply(False, 'behavior_planner is not running')
         done = threading.Event()
         with self._waiting_lock:
             if self._graph_ending:
@@ -111,7 +119,7 @@ class PlannerHandler:
         try:
             future = self._client.call_async(Command.Request(line=format_command(command)))
             future.add_done_callback(lambda _: done.set())
-            answered = done.wait(self._timeout_s) and future.done()
+            answered = done.wait(self._timeout_s + COMMAND_WAIT_S) and future.done()
         finally:
             with self._waiting_lock:
                 self._waiting.discard(done)
@@ -121,13 +129,40 @@ class PlannerHandler:
         if self._graph_ending:
             # The planner ended the graph (QUIT) before its answer got here.
             return HandlerReply(isinstance(command, cmd.Quit), 'the graph is shutting down')
+        if not self.liveness.alive(PLANNER_NODE):
+            return HandlerReply(False, 'behavior_planner went down before it answered')
         return HandlerReply(False, f'behavior_planner did not answer within '
-                                   f'{self._timeout_s:.1f} s')
+                                   f'{self._timeout_s + COMMAND_WAIT_S:.1f} s')
+
+    def _reach_planner(self) -> bool:
+        """Before the first command: exchange a GET_STATUS with the planner, asked again until
+        it is answered (bounded). Right after start-up the planner may not be discovered yet
+        (on a busy machine it took more than reply_timeout_s), and rmw_fastrtps drops the
+        answer to a request that reaches a server before it has matched the client's reader
+        ("client will not receive response"): the first real command, START, would get no
+        answer. GET_STATUS is safe to ask twice."""
+        deadline = time.monotonic() + PLANNER_DISCOVERY_TIMEOUT_S
+        while (remaining := deadline - time.monotonic()) > 0:
+            if not self._client.wait_for_service(timeout_sec=remaining):
+                return False
+            done = threading.Event()
+            future = self._client.call_async(Command.Request(line='GET_STATUS'))
+            future.add_done_callback(lambda _, answered=done: answered.set())
+            if done.wait(min(PROBE_ATTEMPT_S, remaining)) and future.done():
+                self._planner_seen = True
+                return True
+        return False
 
     def graph_ending(self) -> None:
         """The graph shuts down: answer the calls still waiting for the planner now."""
         with self._waiting_lock:
             self._graph_ending = True
+        self._wake_waiting()
+
+    def _wake_waiting(self) -> None:
+        """Answer the calls waiting for the planner now (the graph ends, or the planner
+        went down: no answer will come)."""
+        with self._waiting_lock:
             for done in self._waiting:
                 done.set()
 

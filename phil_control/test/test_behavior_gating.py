@@ -77,6 +77,7 @@ SITUATIONS = {
 MOTIONS = [Look(0.1, 0.2), Gesture('nod'), Move((('waist', math.radians(10)),), None),
            Pose('ready'), Hit('snare'), Play('BF')]
 ALWAYS = [GetStatus(), Protocol(2), Estop()]
+ALWAYS_TYPES = (GetStatus, Protocol, Estop)
 
 # situation -> commands accepted there (everything else must be rejected)
 ACCEPTED = {
@@ -162,3 +163,36 @@ def test_config_rejects_role_poses_the_model_lacks():
         BehaviorConfig(shutdown_pose='off', pose_names=tuple(MODEL.poses))
     with pytest.raises(ValueError, match='look_duration_s'):
         BehaviorConfig(look_duration_s=0.0)
+
+
+def test_commands_wait_only_while_start_or_a_play_ending_is_carried_out():
+    """`waits` names the transition exactly where the command's refusal would be ours (a
+    slower start-up than upstream's, a pause still being carried out), never elsewhere."""
+    for situation in SITUATIONS:
+        machine = machine_in(situation)
+        for command in ALL_COMMANDS:
+            reason = machine.waits(command)
+            if situation == 'starting' and not isinstance(command, (Quit, Reset, *ALWAYS_TYPES)):
+                assert reason == 'START is in progress', (situation, command)
+            else:
+                assert reason == '', (situation, command)
+
+
+def test_after_pause_a_motion_waits_for_the_play_to_end_and_is_then_accepted():
+    machine = machine_in('playing')
+    look = Look(0.1, 0.2)
+    assert machine.waits(look) == ''  # not ending: refused now, as upstream (motions in IDLE)
+    machine.decide(Pause())
+    assert machine.waits(look) == 'the play is ending (PAUSE)'
+    assert machine.waits(PlayCtrlSpeed(1.2)) == '' and machine.waits(PlayCtrlStop()) == ''
+    machine.decide(PlayCtrlStop())
+    assert machine.waits(look) == 'the play is ending (PLAY_CTRL stop)'
+    machine.play_finished()
+    assert machine.waits(look) == '' and machine.decide(look).accepted
+
+
+def test_once_start_has_its_first_trajectory_ready_is_decided_at_once():
+    machine = machine_in('starting')
+    assert machine.waits(Ready()) == 'START is in progress'
+    machine.start_completed()
+    assert machine.waits(Ready()) == '' and machine.decide(Ready()).accepted

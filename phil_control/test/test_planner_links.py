@@ -35,6 +35,7 @@ class StandInGenerator:
     def __init__(self, node) -> None:
         self.arrivals: list[str] = []
         self.hold_halt = threading.Event()
+        self.hold_look = threading.Event()   # a look runs until it is cleared
         self.halt_arrived = threading.Event()
         group = ReentrantCallbackGroup()
         self._look = ActionServer(node, Look, '/trajectory_generator/look', self._execute,
@@ -51,6 +52,9 @@ class StandInGenerator:
         return rclpy.action.GoalResponse.ACCEPT
 
     def _execute(self, handle):
+        deadline = time.monotonic() + WAIT_S
+        while self.hold_look.is_set() and time.monotonic() < deadline:
+            time.sleep(0.01)
         handle.succeed()
         return Look.Result(success=True)
 
@@ -81,8 +85,10 @@ def graph():
         generator = StandInGenerator(server)
         failures: list[str] = []
         generator.shut_down = threading.Event()
+        generator.plays_ended = []
         events = {'motion_finished': lambda: None, 'start_completed': lambda: None,
-                  'play_ended': lambda *args: None, 'failed': failures.append,
+                  'play_ended': lambda *args: generator.plays_ended.append(args),
+                  'failed': failures.append,
                   'shutdown': generator.shut_down.set}
         links = GraphLinks(planner, ('head_yaw', 'head_pitch'), {}, events,
                            GraphKey.from_environment())
@@ -99,6 +105,7 @@ def graph():
             yield links, generator, failures
         finally:
             generator.hold_halt.clear()
+            generator.hold_look.clear()
             links.stop()
             for executor in executors:
                 executor.shutdown()
@@ -208,3 +215,34 @@ def test_a_motion_queued_before_a_shutdown_without_motion_never_starts(graph):
     assert generator.shut_down.wait(WAIT_S)
     assert generator.arrivals == ['halt']
     assert failures == []
+
+
+def test_pause_and_speed_of_a_play_held_behind_a_motion_apply_to_it(graph):
+    """PLAY waits for the running motions to end; a PAUSE meanwhile must not go to the score
+    player (it has no play yet, the pause would be lost): the play ends paused where it would
+    have begun, so RESUME starts it there."""
+    links, generator, failures = graph
+    generator.hold_look.set()
+    links.submit((LOOK,))
+    wait_until_held = time.monotonic() + WAIT_S
+    play = Completion()
+    links.submit((act.StartPlay(play_id='rock'),), play)
+    while links._after_motions is None and time.monotonic() < wait_until_held:
+        time.sleep(0.01)
+    links.submit((act.SetPlaySpeed(speed=1.5),))
+    links.submit((act.PausePlay(),))
+    assert play.done.wait(WAIT_S)
+    assert not play.success and play.reason == 'paused before it started'
+    (play_id, result, success, reason), = generator.plays_ended
+    assert (play_id, result.resume_valid, result.resume_bar) == ('rock', True, 1)
+    generator.hold_look.clear()
+    assert wait_for_idle(links)
+    assert links._after_motions is None   # nothing is sent once the look has ended
+    assert failures == []
+
+
+def wait_for_idle(links) -> bool:
+    deadline = time.monotonic() + WAIT_S
+    while links.motions_queued and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return links.motions_queued == 0

@@ -24,6 +24,7 @@ import gc
 import secrets
 import signal
 import threading
+import time
 from collections.abc import Callable
 
 import rclpy
@@ -44,6 +45,7 @@ GRAPH_SHUTDOWN_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_L
 # How long the node that ends the graph waits, as it stops, for every other node to hold the
 # shutdown message; one stopped or starved longer gets its stop from the launcher instead.
 GRAPH_SHUTDOWN_DELIVERY_TIMEOUT_S = 5.0
+ACK_POLL_S = 0.05
 # How often the main thread looks at the shutdown flag when nothing else wakes the executor.
 SHUTDOWN_POLL_PERIOD_S = 0.1
 # Longest teardown after spinning: the hardware node stops its bus loop (at most ~15 s) within it.
@@ -90,9 +92,25 @@ class GraphShutdownSender:
         msg = GraphShutdown(reason=reason, nonce=secrets.token_hex(8))
         self._publisher.publish(sign_message(self._key, msg))
 
-    def wait_delivered(self, timeout_s: float = GRAPH_SHUTDOWN_DELIVERY_TIMEOUT_S) -> bool:
-        """True once every matched node acknowledged what was sent (at once if nothing was)."""
-        return self._publisher.wait_for_all_acked(Duration(seconds=timeout_s))
+    def wait_delivered(self, subscribers: int = 0, *,
+                       timeout_s: float = GRAPH_SHUTDOWN_DELIVERY_TIMEOUT_S) -> bool:
+        """True once every matched node acknowledged what was sent (at once if nothing was)
+        and at least ``subscribers`` nodes have been matched meanwhile: a QUIT right after
+        start-up can come before discovery has finished, and a node that matches only after
+        this writer has gone never gets the message. (A node that got it may leave at once,
+        so the most matched at any time counts.)"""
+        deadline = time.monotonic() + timeout_s
+        most = 0
+        while True:
+            most = max(most, self._publisher.get_subscription_count())
+            remaining = deadline - time.monotonic()
+            acked = self._publisher.wait_for_all_acked(
+                Duration(seconds=max(0.0, min(remaining, ACK_POLL_S))))
+            if acked and most >= subscribers:
+                return True
+            if remaining <= 0:
+                return False
+            time.sleep(ACK_POLL_S)
 
 
 def spin_until(executor: Executor, node: Node, requested: threading.Event,

@@ -81,7 +81,8 @@ class PhilClient:
             self._executor.spin_once(timeout_sec=0.05)
         return True
 
-    def call(self, service_type: Any, name: str, request: Any, timeout_s: float = 10.0) -> Any:
+    def call(self, service_type: Any, name: str, request: Any, timeout_s: float = 15.0) -> Any:
+        # 15 s: the planner may hold a command 10 s for a transition (READY during START).
         client = self.node.create_client(service_type, name)
         if not client.wait_for_service(timeout_sec=self._discovery_timeout_s):
             raise GraphNotRunningError(not_running_message(f'service {name}'))

@@ -1,10 +1,10 @@
 """Where the graph's DDS traffic may go: this machine only (the default) or the network.
 
 On this machine only, every participant of the graph reads the Fast DDS profile
-``config/fastdds_loopback.xml`` (shared memory plus UDP on 127.0.0.1, unicast discovery to
-127.0.0.1): no DDS socket is bound to the wildcard or an external address. On the network,
-Fast DDS keeps its built-in transports (every interface, multicast discovery) and anyone who
-reaches the machine can join the graph; SROS2 is then the way to secure it.
+``config/fastdds_loopback.xml`` (UDP on 127.0.0.1 only, unicast discovery to 127.0.0.1): no DDS
+socket is bound to the wildcard or an external address. On the network, Fast DDS keeps its
+built-in transports (every interface, multicast discovery) and anyone who reaches the machine
+can join the graph; SROS2 is then the way to secure it.
 
 ROS-free: :func:`dds_scope` computes the environment changes, the launcher, tools/env.sh (the
 same rules in shell) and robot.launch.py apply them.

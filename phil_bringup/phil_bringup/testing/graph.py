@@ -71,17 +71,21 @@ class RunningGraph:
         return view
 
     def __enter__(self) -> RunningGraph:
-        try:
-            return self.start()
-        except BaseException:
-            self.stop()
-            raise
+        return self.start()
 
     def __exit__(self, *exc_info) -> None:
         self.stop()
 
     def start(self) -> RunningGraph:
-        """Launch and wait until the robot answers GET_STATUS over TCP."""
+        """Launch and wait until the robot answers GET_STATUS over TCP; a graph that does not
+        come up is stopped (a caller that raises next must not leave processes behind)."""
+        try:
+            return self._start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self) -> RunningGraph:
         self.launch()
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
         while time.monotonic() < deadline:
@@ -145,9 +149,10 @@ class RunningGraph:
     def start_robot(self, timeout_s: float = 60.0) -> None:
         """START, then READY, both accepted (asserted): for tests about what comes after.
 
-        READY is refused until START's activation has finished, which takes seconds against
-        the simulators, so it is asked again until then. A real client sends READY once; the
-        tests of that sequence must not use this.
+        READY waits in the planner until START has its first trajectory, at most
+        ``COMMAND_WAIT_S``; on a busy machine START can take longer, so tests about what
+        comes after ask again. A real client sends READY once: the tests of that sequence
+        (test_reference_client) must not use this.
         """
         assert self.line('START') == 'OK|START', self.text()
         assert self.line_until_ok('READY', timeout_s) == 'OK|READY', self.text()

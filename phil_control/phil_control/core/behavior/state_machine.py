@@ -86,6 +86,9 @@ from phil_control.core.protocol.commands import (
     Start,
 )
 
+#: Commands decided at once, whatever is being carried out (see `StateMachine.waits`).
+NEVER_WAIT = (Estop, Quit, Reset, GetStatus, Protocol)
+
 
 class StateMachine:
     """Command gating and state transitions of the robot (see the module docstring).
@@ -133,6 +136,24 @@ class StateMachine:
     def last_rejection(self) -> Rejection | None:
         """The last rejected command, if any."""
         return self._last_rejection
+
+    def waits(self, command: Command) -> str:
+        """Why ``command`` should wait before it is decided ('' = decide it now): START is being
+        carried out (before its first trajectory), or a PAUSE or PLAY_CTRL stop is (before the
+        play has ended), and the command would be refused only because of that. Upstream
+        dropped such commands; the caller decides them, in order, once the transition is
+        over. ESTOP, QUIT, RESET, GET_STATUS and PROTOCOL never wait, nor what the transition
+        itself accepts (another PAUSE, a speed, a stop while pausing)."""
+        if isinstance(command, NEVER_WAIT):
+            return ''
+        if self._state is RobotState.INIT and not self._started:
+            return 'START is in progress'
+        if self._state is RobotState.PLAYING and self._ending is not None:
+            if isinstance(command, Pause | PlayCtrlSpeed | PlayCtrlStop):
+                return ''
+            asked = 'PAUSE' if self._ending == 'pause' else 'PLAY_CTRL stop'
+            return f'the play is ending ({asked})'
+        return ''
 
     def snapshot(self) -> MachineSnapshot:
         """A consistent copy of the machine's observable state."""
