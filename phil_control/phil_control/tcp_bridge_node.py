@@ -36,6 +36,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from phil_control.core.behavior.turns import COMMAND_WAIT_S
 from phil_control.core.protocol import ProtocolVocabulary, format_command, format_status
 from phil_control.core.protocol import commands as cmd
+from phil_control.planner_calls import retry, wait_for
 from phil_control.planner_links import HARDWARE_NODE
 from phil_control.tcp.command_log import CommandCsvLog
 from phil_control.tcp.handler import HandlerReply
@@ -49,8 +50,6 @@ from phil_msgs.msg import HardwareStatus, RobotStatus
 from phil_msgs.srv import Command
 
 PLANNER_NODE = '/behavior_planner'
-# How long a command sent before the planner was ever discovered waits for it.
-PLANNER_DISCOVERY_TIMEOUT_S = 10.0
 # One GET_STATUS exchange of the first-command probe (asked again when unanswered).
 PROBE_ATTEMPT_S = 1.0
 
@@ -141,17 +140,18 @@ class PlannerHandler:
         answer to a request that reaches a server before it has matched the client's reader
         ("client will not receive response"): the first real command, START, would get no
         answer. GET_STATUS is safe to ask twice."""
-        deadline = time.monotonic() + PLANNER_DISCOVERY_TIMEOUT_S
-        while (remaining := deadline - time.monotonic()) > 0:
-            if not self._client.wait_for_service(timeout_sec=remaining):
-                return False
-            done = threading.Event()
-            future = self._client.call_async(Command.Request(line='GET_STATUS'))
-            future.add_done_callback(lambda _, answered=done: answered.set())
-            if done.wait(min(PROBE_ATTEMPT_S, remaining)) and future.done():
-                self._planner_seen = True
-                return True
-        return False
+        def exchange() -> None:
+            if not self._client.wait_for_service(timeout_sec=PROBE_ATTEMPT_S):
+                raise TimeoutError(f'{self._client.srv_name} is not available')
+            wait_for(self._client.call_async(Command.Request(line='GET_STATUS')),
+                     self._client.srv_name, PROBE_ATTEMPT_S)
+
+        try:
+            retry(exchange, self._client.srv_name)   # for up to STEP_TIMEOUT_S (10 s)
+        except TimeoutError:
+            return False
+        self._planner_seen = True
+        return True
 
     def graph_ending(self) -> None:
         """The graph shuts down: answer the calls still waiting for the planner now."""
