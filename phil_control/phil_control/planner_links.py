@@ -61,6 +61,7 @@ MOTION_PATH = (HARDWARE_NODE, '/trajectory_generator', '/score_player')
 #: Motions queued or running at most; one more is refused (a flood of LOOKs would otherwise
 #: queue minutes of motion and keep the command path busy planning them).
 MAX_QUEUED_MOTIONS = 8
+PLAYS = (act.StartPlay, act.ResumePlay)
 #: Steps carried out in the deciding callback, never queued.
 AT_ONCE = (act.EstopHardware, act.ResetHardware)
 #: Steps that move the robot: dropped when a latch came after they were decided.
@@ -391,12 +392,18 @@ class GraphLinks:
             self._after_motions = (action, completion, options, drops)
             return True
 
+    def _held_play(self) -> tuple | None:
+        """The step held back until the motions end, when it is a play (``_count_lock``
+        held)."""
+        held = self._after_motions
+        return held if held is not None and isinstance(held[0], PLAYS) else None
+
     def _pause_held_play(self) -> bool:
         """PAUSE of a play still held back (True): it ends paused where it would have begun,
         so RESUME starts it from there."""
         with self._count_lock:
-            held = self._after_motions
-            if held is None or not isinstance(held[0], act.StartPlay | act.ResumePlay):
+            held = self._held_play()
+            if held is None:
                 return False
             self._after_motions = None
         action, completion, options, _drops = held
@@ -411,8 +418,8 @@ class GraphLinks:
     def _set_held_play_speed(self, speed: float) -> bool:
         """A speed for a play still held back (True): it starts at that speed."""
         with self._count_lock:
-            held = self._after_motions
-            if held is None or not isinstance(held[0], act.StartPlay | act.ResumePlay):
+            held = self._held_play()
+            if held is None:
                 return False
             action, completion, options, drops = held
             self._after_motions = (action, completion, replace(options, speed=speed), drops)
