@@ -102,7 +102,9 @@ def test_quit_mid_song_stops_it_moves_to_the_shutdown_pose_and_ends_every_proces
     client.send('READY')
     assert client.wait_state('IDLE', MOTION_S)[1] == 'IDLE', graph.text()
     client.send('PLAY|rock')
-    assert client.wait_state('PLAYING', MOTION_S)[1] == 'PLAYING'
+    fields = client.wait_state('PLAYING', MOTION_S)
+    # Upstream's last commanded target: during the song, the pose it ends in.
+    assert fields[1] == 'PLAYING' and at(fields, **pose_deg('ready')), fields
     watcher = ReferenceClient(graph.tcp_port)   # the QUITting connection is closed
     client.send('QUIT')
     shutdown = pose_deg('shutdown')

@@ -108,9 +108,10 @@ class BehaviorPlanner(Node):
         self._turns = CommandTurns(time.monotonic)   # commands waiting for a transition
         self._goal_context: tuple[Completion | None, GoalOptions] = (None, GoalOptions())
         self._handler = MachineCommandHandler(self._machine, execute=self._execute,
-                                              commanded_rad=lambda: self._commanded,
+                                              commanded_rad=self._last_target,
                                               lock=self._lock)
         self._commanded = [float(v) for v in self._model.poses['init']]
+        self._ready_pose = [float(v) for v in self._model.poses['ready']]
         self._measured = [math.nan] * len(self._names)
         self._hardware = HardwareStatus()
         self._play_feedback = None
@@ -120,6 +121,10 @@ class BehaviorPlanner(Node):
         self._joint_trajectory_permitted = False
         self._hardware_down = False   # FAULT latched here: the hardware node went down
         self._status_pub = self.create_publisher(RobotStatus, '/phil/status', LATCHED)
+        # /phil/status starts once the graph is met (the hardware configured, every server
+        # answered): STANDBY then means START is carried out at once, and the TCP bridge
+        # opens its port, as upstream's controller did once its start-up was done.
+        self._graph_ready = False
         self._graph_shutdown = GraphShutdownSender(self, key)
         self._watch = Liveness(self, watched, liveness_timeout_s, on_down=self._node_down,
                                on_back=self._node_back)
@@ -127,7 +132,7 @@ class BehaviorPlanner(Node):
             'motion_finished': partial(self._event, 'motion_finished'),
             'start_completed': partial(self._event, 'start_completed'),
             'play_ended': self._play_ended, 'failed': self._failed,
-            'shutdown': self._shutdown}, key, self._down_reason)
+            'shutdown': self._shutdown, 'graph_met': self._graph_met}, key, self._down_reason)
         for name, command_type in TRIGGER_COMMANDS.items():
             self.create_service(Trigger, f'/phil/{name}', partial(self._on_trigger, command_type),
                                 callback_group=group)
@@ -147,7 +152,7 @@ class BehaviorPlanner(Node):
         self.create_subscription(HardwareStatus, '/hardware/status', self._on_hardware, LATCHED,
                                  callback_group=group)
         self.create_timer(1.0 / rate_hz, self._on_status_timer, callback_group=group)
-        self._publish_status()
+        self._links.meet_graph()
 
     # ------------------------------------------------------------------ commands
     async def _decide_in_turn(self, command, completion: Completion | None = None,
@@ -412,6 +417,14 @@ class BehaviorPlanner(Node):
         if all(name in index for name in self._names):
             self._commanded = [msg.position[index[name]] for name in self._names]
 
+    def _last_target(self) -> list[float]:
+        """Upstream's last_q_target (GET_STATUS): while a song or HIT plays, the pose it ends
+        in (ready), else the end of the motion the trajectory generator has queued (a play's
+        windows reach it one by one)."""
+        if self._machine.state is RobotState.PLAYING:
+            return list(self._ready_pose)
+        return list(self._commanded)
+
     def _on_hardware(self, msg: HardwareStatus) -> None:
         before = self._hardware
         self._hardware = msg
@@ -433,7 +446,14 @@ class BehaviorPlanner(Node):
         self._release_turns()  # a waiting command whose time is up is refused
         self._publish_status()
 
+    def _graph_met(self) -> None:
+        self._graph_ready = True
+        self.get_logger().info('graph met: STANDBY, waiting for START')
+        self._publish_status()
+
     def _publish_status(self) -> None:
+        if not self._graph_ready:
+            return
         with self._lock:
             snapshot = self._machine.snapshot()
             rejection = self._machine.last_rejection
@@ -453,7 +473,7 @@ class BehaviorPlanner(Node):
             status.play_id, status.bar = feedback.play_id, feedback.bar
             status.total_bars = feedback.total_bars
         status.joint_names = list(self._names)
-        status.commanded_positions_rad = [float(v) for v in self._commanded]
+        status.commanded_positions_rad = self._last_target()
         status.measured_positions_rad = [float(v) for v in self._measured]
         status.faults = list(self._hardware.faults)
         if snapshot.fault_reason and not status.faults:

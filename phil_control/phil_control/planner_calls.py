@@ -79,6 +79,14 @@ class HardwareLifecycle:
             if not response.accepted:
                 raise RuntimeError(f'hardware {step}: {response.reason}')
 
+    def meet(self) -> None:
+        """One answered call of each service (see ``GraphLinks._meet``), after the start-up
+        configure has finished; forbidding ~/joint_trajectory is what the hardware does
+        anyway before START."""
+        self._primary_state()
+        retry(lambda: self.request('forbid_joint_trajectory', RETRY_ATTEMPT_S),
+              self._request.srv_name)
+
     def shut_down(self) -> None:
         """Deactivate and clean up whatever is up; nothing when the node is gone."""
         if not self._get.wait_for_service(timeout_sec=2.0):

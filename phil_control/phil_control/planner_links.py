@@ -74,6 +74,12 @@ class SendHeld:
     """Worker step: send the play or HIT held back until the motions ended."""
 
 
+@dataclass(frozen=True)
+class MeetGraph:
+    """Worker step at start-up: exchange one request with every server (:meth:`GraphLinks.
+    meet_graph`)."""
+
+
 def serving_node(name: str) -> str:
     """The node that serves an action or service name ('/score_player/stop' -> '/score_player')."""
     return '/' + name.strip('/').split('/')[0]
@@ -129,7 +135,8 @@ class GraphLinks:
         joint_names: the model's joint order (for pose moves).
         poses: named poses, rad in joint order.
         events: callbacks into the planner: ``motion_finished()``, ``start_completed()``,
-            ``play_ended(result)``, ``failed(reason)``, ``shutdown()``.
+            ``play_ended(result)``, ``failed(reason)``, ``shutdown()``, ``graph_met()`` (after
+            :meth:`meet_graph`, whether every server answered or not).
         key: The graph key (goal ids, hardware requests).
         down_reason: Why a node is down now ('' while it runs): steps that need it fail at
             once.
@@ -172,6 +179,7 @@ class GraphLinks:
         # Accepted goals whose result has not come: ended by their result or their node going
         # down, whichever is first.
         self._running: dict[int, SentGoal] = {}
+        self._met = False   # every server answered once (see _meet)
         self._worker = threading.Thread(target=self._work, name='planner-actions', daemon=True)
         self._worker.start()
 
@@ -198,6 +206,13 @@ class GraphLinks:
                 if self._items_pending == 0 else None
             self._items_pending += 1
             self._queue.put((actions, completion, options, sent, self._drops))
+
+    def meet_graph(self) -> None:
+        """Before the first command, on the worker: exchange one request with every server the
+        steps use (action servers, the hardware's lifecycle state and request services), as
+        upstream set everything up before STANDBY. START then only activates the hardware and
+        sends its motion; a START that comes earlier waits behind this, in order."""
+        self.submit((MeetGraph(),))
 
     def stop(self) -> None:
         self._queue.put(None)
@@ -313,8 +328,16 @@ class GraphLinks:
     # ------------------------------------------------------------------ steps
     def _run(self, action, completion: Completion | None, options: GoalOptions,
              drops: int) -> None:
-        if isinstance(action, act.ActivateHardware):
-            self._handshake()
+        if isinstance(action, MeetGraph):
+            try:
+                self._meet()
+            except Exception as error:  # not a fault: START meets the graph again
+                self._node.get_logger().warning(f'graph not met at start-up ({error}); START '
+                                                'will try again')
+            self._events['graph_met']()
+        elif isinstance(action, act.ActivateHardware):
+            if not self._met:
+                self._meet()
             self._hardware.activate()
             self._events['start_completed']()
         elif (motion := self._motion_goal(action, options)) is not None:
@@ -454,14 +477,16 @@ class GraphLinks:
         if not response.accepted:
             self._node.get_logger().warning(f'{name} refused: {response.reason}')
 
-    def _handshake(self) -> None:
-        """Exchange one goal and its result with every action server before the first motion.
+    def _meet(self) -> None:
+        """Exchange a request with every server before the first motion.
 
         ROS 2 service discovery has a race: a server can receive a request before it has
         matched the client's response reader, and rmw_fastrtps then drops the response after
         100 ms ("client will not receive response"); the goal would run while the planner
         waits in vain. Probe goals are invalid (each server refuses them with a reason and
-        moves nothing), so a lost answer is simply asked for again.
+        moves nothing), so a lost answer is simply asked for again; the hardware is asked for
+        its lifecycle state (which also waits for its start-up configure) and to forbid
+        ~/joint_trajectory, which it already does before START.
         """
         probes = ((self._motion[Move], Move.Goal(joint_names=['(discovery probe)'])),
                   (self._motion[Look], Look.Goal(pan_rad=math.nan)),
@@ -470,6 +495,8 @@ class GraphLinks:
                   (self._hit, Hit.Goal(instrument='(discovery probe)')))
         for client, goal in probes:
             retry(lambda c=client, g=goal: self._probe(c, g), client._action_name)
+        self._hardware.meet()
+        self._met = True
 
     def _probe(self, client: ActionClient, goal) -> None:
         if not client.wait_for_server(timeout_sec=RETRY_ATTEMPT_S):

@@ -36,7 +36,6 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from phil_control.core.behavior.turns import COMMAND_WAIT_S
 from phil_control.core.protocol import ProtocolVocabulary, format_command, format_status
 from phil_control.core.protocol import commands as cmd
-from phil_control.planner_calls import retry, wait_for
 from phil_control.planner_links import HARDWARE_NODE
 from phil_control.tcp.command_log import CommandCsvLog
 from phil_control.tcp.handler import HandlerReply
@@ -50,7 +49,7 @@ from phil_msgs.msg import HardwareStatus, RobotStatus
 from phil_msgs.srv import Command
 
 PLANNER_NODE = '/behavior_planner'
-# One GET_STATUS exchange of the first-command probe (asked again when unanswered).
+# The GET_STATUS that must be answered before the port opens is asked again after this.
 PROBE_ATTEMPT_S = 1.0
 
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
@@ -73,7 +72,6 @@ class PlannerHandler:
                                  on_down=lambda _down: self._wake_waiting())
         self.shutdown = GraphShutdownSender(node, key)
         self.shutdown_sent = False
-        self._planner_seen = False
         # Calls waiting for the planner; the graph shutdown wakes them (no answer will come).
         self._waiting: set[threading.Event] = set()
         self._waiting_lock = threading.Lock()
@@ -81,6 +79,10 @@ class PlannerHandler:
 
     def set_status(self, status: RobotStatus) -> None:
         self._status = status
+
+    @property
+    def has_status(self) -> bool:
+        return self._status is not None
 
     def set_hardware(self, status: HardwareStatus) -> None:
         self._hardware = status
@@ -106,8 +108,6 @@ class PlannerHandler:
         if planner_down:  # its calls would wait in vain
             return HandlerReply(False, 'behavior_planner is not answering; only ESTOP, QUIT '
                                        'and GET_STATUS are served now')
-        if not self._planner_seen and not self._reach_planner():
-            return HandlerReply(False, 'behavior_planner is not running')
         if not self._client.wait_for_service(timeout_sec=self._timeout_s):
             return HandlerReply(False, 'behavior_planner is not running')
         done = threading.Event()
@@ -133,25 +133,9 @@ class PlannerHandler:
         return HandlerReply(False, f'behavior_planner did not answer within '
                                    f'{self._timeout_s + COMMAND_WAIT_S:.1f} s')
 
-    def _reach_planner(self) -> bool:
-        """Before the first command: exchange a GET_STATUS with the planner, asked again until
-        it is answered (bounded). Right after start-up the planner may not be discovered yet
-        (on a busy machine it took more than reply_timeout_s), and rmw_fastrtps drops the
-        answer to a request that reaches a server before it has matched the client's reader
-        ("client will not receive response"): the first real command, START, would get no
-        answer. GET_STATUS is safe to ask twice."""
-        def exchange() -> None:
-            if not self._client.wait_for_service(timeout_sec=PROBE_ATTEMPT_S):
-                raise TimeoutError(f'{self._client.srv_name} is not available')
-            wait_for(self._client.call_async(Command.Request(line='GET_STATUS')),
-                     self._client.srv_name, PROBE_ATTEMPT_S)
-
-        try:
-            retry(exchange, self._client.srv_name)   # for up to STEP_TIMEOUT_S (10 s)
-        except TimeoutError:
-            return False
-        self._planner_seen = True
-        return True
+    def ask_planner(self):
+        """One GET_STATUS to the planner (the future), to find out that its answers reach us."""
+        return self._client.call_async(Command.Request(line='GET_STATUS'))
 
     def graph_ending(self) -> None:
         """The graph shuts down: answer the calls still waiting for the planner now."""
@@ -167,9 +151,7 @@ class PlannerHandler:
                 done.set()
 
     def status_line(self) -> str:
-        status = self._status
-        if status is None:
-            return format_status('STANDBY')
+        status = self._status   # the port opens after the first one
         listed = status.state != RobotStatus.STATE_STANDBY
         state = status.state
         if not self.liveness.alive(PLANNER_NODE):   # its last word is stale: the hardware's
@@ -204,7 +186,9 @@ class TcpBridge(Node):
             'liveness_timeout_s', DEFAULT_LIVENESS_TIMEOUT_S).value)
         self._handler = PlannerHandler(self, timeout_s, liveness_timeout_s,
                                        GraphKey.from_environment())
-        self.create_subscription(RobotStatus, '/phil/status', self._handler.set_status, LATCHED)
+        self._probe = None
+        self._listening = False
+        self.create_subscription(RobotStatus, '/phil/status', self._on_status, LATCHED)
         self.create_subscription(HardwareStatus, '/hardware/status', self._handler.set_hardware,
                                  LATCHED)
         self._log = CommandCsvLog(Path(log_dir) / 'commands.csv') if log_dir else None
@@ -218,6 +202,32 @@ class TcpBridge(Node):
                                                  max_lines_per_s=max_lines_per_s,
                                                  max_commands_per_s=max_commands_per_s),
                                  command_log=self._log, clock=time.monotonic)
+        host, bound_port = self._server.bind()
+        self._probe_timer = self.create_timer(PROBE_ATTEMPT_S, self._ask_planner)
+        self.get_logger().info(f'{host}:{bound_port} taken; listening once the robot is in '
+                               'STANDBY')
+
+    def _on_status(self, status: RobotStatus) -> None:
+        self._handler.set_status(status)
+        if self._probe is None:
+            self._ask_planner()
+
+    def _ask_planner(self) -> None:
+        """Open the port once the planner is in STANDBY (its first /phil/status) and has
+        answered one GET_STATUS, as upstream's controller opened it after its start-up: the
+        first command a client sends is then carried out at once. Asked again each
+        PROBE_ATTEMPT_S: rmw_fastrtps drops the answer to a request that reaches a server
+        before it has matched the client's reader ("client will not receive response")."""
+        if self._listening or not self._handler.has_status:
+            return
+        self._probe = self._handler.ask_planner()
+        self._probe.add_done_callback(lambda _future: self._listen())
+
+    def _listen(self) -> None:
+        if self._listening:
+            return
+        self._listening = True
+        self._probe_timer.cancel()
         host, bound_port = self._server.start()
         self.get_logger().info(f'listening on {host}:{bound_port} (brain protocol; send '
                                f'PROTOCOL|2 for acknowledged mode)')

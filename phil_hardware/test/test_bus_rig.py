@@ -30,8 +30,7 @@ from phil_hardware.core.safety import SafetyConfig
 from phil_hardware.core.transport import CanTransport, SerialTransport, open_serial_port
 from phil_hardware.sim import PtyPort, SimulatedRobot
 
-FAST_TIMING = SequenceTiming(discovery_listen_s=0.15, origin_settle_s=0.05,
-                             controlword_settle_s=0.02, sdo_timeout_s=0.3)
+FAST_TIMING = SequenceTiming(discovery_listen_s=0.15, origin_settle_s=0.05, sdo_timeout_s=0.3)
 STEP_S = 0.001
 
 
@@ -63,7 +62,9 @@ class LockstepClock:
         return self._now_s
 
     def sleep(self, seconds: float) -> None:
-        end = self._now_s + seconds - 1e-9
+        # Time moves in whole steps: any sleep takes at least one (a wait's last, rounding-
+        # sized remainder would otherwise never end).
+        end = self._now_s + max(seconds, STEP_S) - 1e-9
         while self._now_s < end:
             self.robot.step(self.advance())
 

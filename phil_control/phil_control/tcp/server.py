@@ -129,14 +129,43 @@ class TcpServer:
         self._stop_event: asyncio.Event | None = None
         self._thread: threading.Thread | None = None
         self._address: tuple[str, int] | None = None
+        self._socket: socket.socket | None = None   # bound, not yet listening
         self._dropped = 0
         self._pace_clock = pace_clock
         self._commands = TokenBucket(self._config.max_commands_per_s, pace_clock())
 
     # ------------------------------------------------------------------ control
 
+    def bind(self) -> tuple[str, int]:
+        """Take the address without listening yet (a client that connects is refused, as by
+        a port nobody has): a port in use fails here, at start-up.
+
+        Returns:
+            The bound (host, port).
+
+        Raises:
+            OSError: The address cannot be bound (e.g. the port is in use).
+        """
+        if self._socket is None:
+            config = self._config
+            family, _, _, _, address = socket.getaddrinfo(
+                config.host, config.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+            sock = socket.socket(family, socket.SOCK_STREAM)
+            try:
+                # As socket.create_server: a restart may reuse the port of a closed server.
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                if family == socket.AF_INET6:
+                    sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+                sock.bind(address)
+            except OSError:
+                sock.close()
+                raise
+            self._socket = sock
+            self._address = sock.getsockname()[:2]
+        return self._address
+
     def start(self, timeout_s: float = 5.0) -> tuple[str, int]:
-        """Bind, listen and start serving in a background thread.
+        """Bind (unless :meth:`bind` did), listen and start serving in a background thread.
 
         Returns:
             The bound (host, port).
@@ -147,12 +176,9 @@ class TcpServer:
         """
         if self._thread is not None:
             raise RuntimeError('TcpServer already started')
-        config = self._config
-        family = socket.getaddrinfo(config.host, config.port, type=socket.SOCK_STREAM,
-                                    flags=socket.AI_PASSIVE)[0][0]
-        sock = socket.create_server((config.host, config.port), family=family,
-                                    backlog=config.backlog)
-        self._address = sock.getsockname()[:2]
+        self.bind()
+        sock, self._socket = self._socket, None
+        sock.listen(self._config.backlog)
         ready = threading.Event()
         failure: list[BaseException] = []
         self._thread = threading.Thread(target=self._run, args=(sock, ready, failure),
@@ -166,6 +192,9 @@ class TcpServer:
 
     def stop(self, timeout_s: float = 5.0) -> None:
         """Close every connection and the listening socket, and join the thread (idempotent)."""
+        if self._socket is not None:   # bound, never started
+            self._socket.close()
+            self._socket = None
         thread, loop, event = self._thread, self._loop, self._stop_event
         if thread is None:
             return

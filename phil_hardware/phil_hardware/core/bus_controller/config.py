@@ -56,8 +56,6 @@ class SequenceTiming:
     sdo_timeout_s: float = 0.5
     origin_spacing_s: float = 0.005
     origin_settle_s: float = 0.2
-    controlword_settle_s: float = 0.05
-    mode_switch_settle_s: float = 0.002
     feedback_wait_s: float = 0.5
     dxl_reply_timeout_s: float = 0.1
     dxl_retries: int = 5

@@ -1,9 +1,12 @@
 """Lifecycle sequences of the bus controller (FACTS section 3, ARCHITECTURE section 4).
 
-configure: open buses, discover (TMotor by unsolicited status, EPOS4 by the reply to an SDO
-probe, Dynamixel by ping), write the EPOS4 SDO list, NMT start (PDOs flow, power stage off).
-activate: TMotor SET_ORIGIN (temporary) at the pinned pose, EPOS4 HMM -> Shutdown/Enable ->
-CSP -> Shutdown/Enable with SYNCs, Dynamixel torque on, then hold the measured pose.
+configure (before STANDBY, as upstream does it at program start): open buses, discover
+(TMotor by unsolicited status, EPOS4 by the reply to an SDO probe, Dynamixel by ping), write
+the EPOS4 SDO list, TMotor SET_ORIGIN (temporary) at the pinned pose, EPOS4 CSP mode, NMT start
+and Shutdown (PDOs flow, power stage off).
+activate (START): EPOS4 target = measured, Enable Operation with SYNCs until every drive
+reports it, Dynamixel torque on, then hold the measured pose. Nothing in it waits for more
+than one reply per device, so START's home motion follows within milliseconds.
 deactivate: TMotor SET_RPM 0, EPOS4 Shutdown + SYNC, Dynamixel torque off.
 
 Every wait polls the buses and calls the controller's pump hook, so the bus loop keeps
@@ -184,13 +187,41 @@ def sdo_write_all(ctl: BusController, drives: Sequence[Epos4Drive], index: int, 
 
 def _configure_drives(ctl: BusController) -> None:
     drives = present_drives(ctl)
+    for index, subindex, value, size in CONFIGURE_SDOS if drives else ():
+        sdo_write_all(ctl, drives, index, subindex, int(value), size)
+    _zero_tmotors(ctl)
     if not drives:
         return
-    for index, subindex, value, size in CONFIGURE_SDOS:
-        sdo_write_all(ctl, drives, index, subindex, int(value), size)
-    # PDOs flow from now on (power stage stays off), so the state is readable while inactive.
+    # Upstream enabled in HMM, then switched to CSP; homing never started (method 37, no
+    # start bit), so CSP is written directly and the drives wait in "ready to switch on".
+    sdo_write_all(ctl, drives, codec.ObjectIndex.MODES_OF_OPERATION, 0,
+                  ModeOfOperation.CYCLIC_SYNC_POSITION, 1)
     for drive in drives:
+        drive.mode = ModeOfOperation.CYCLIC_SYNC_POSITION
+        # PDOs flow from now on (power stage stays off), so the state is readable while inactive.
         ctl.send(drive.bus, nmt_start(drive.node_id))
+    _send_controlword_all(ctl, drives, Controlword.SHUTDOWN)
+
+
+def _zero_tmotors(ctl: BusController) -> None:
+    """SET_ORIGIN (temporary) on every TMotor: the pinned power-on pose becomes the joints'
+    initial angles. Done once here, not at every activation: an activation after ESTOP or a
+    fault happens wherever the arms are, and a zero set there would be wrong."""
+    timing = ctl.config.timing
+    measured = ctl.measured
+    tmotors = [m for m in ctl.tmotors.motors if ctl.present[m.index]]
+    for motor in tmotors:
+        ctl.send(motor.bus, tmotor_codec.encode_set_origin(motor.node_id))
+        ctl.forget_position(motor.index)  # the zero moves: the next report jumps legitimately
+        if timing.origin_spacing_s:
+            wait(ctl, timing.origin_spacing_s)
+    wait(ctl, timing.origin_settle_s)
+    mark = ctl.clock.now()
+    if not wait(ctl, timing.feedback_wait_s,
+                lambda: all(measured.last_feedback_s[m.index] > mark for m in tmotors)):
+        silent = [describe_motor(ctl, m.index) for m in tmotors
+                  if not measured.last_feedback_s[m.index] > mark]
+        raise _error(f'no feedback after SET_ORIGIN from {", ".join(silent)}')
 
 
 def _send_controlword_all(ctl: BusController, drives: Sequence[Epos4Drive],
@@ -219,61 +250,43 @@ def activate(ctl: BusController) -> None:
 
 
 def _activate(ctl: BusController) -> None:
+    """Power on what configure prepared. The one wait left is a PDO round trip per EPOS4 for
+    the statusword that confirms "operation enabled" (about a millisecond here, a few on the
+    drives); it stays ahead of the home motion rather than beside it, because a drive that
+    fails to enable must stop START before anything moves."""
     timing = ctl.config.timing
-    clock = ctl.clock
     measured = ctl.measured
-    tmotors = [m for m in ctl.tmotors.motors if ctl.present[m.index]]
-    for motor in tmotors:
-        ctl.send(motor.bus, tmotor_codec.encode_set_origin(motor.node_id))
-        ctl.forget_position(motor.index)  # the zero moves: the next report jumps legitimately
-        if timing.origin_spacing_s:
-            wait(ctl, timing.origin_spacing_s)
-    wait(ctl, timing.origin_settle_s)
-    mark = clock.now()
-    if not wait(ctl, timing.feedback_wait_s,
-                lambda: all(measured.last_feedback_s[m.index] > mark for m in tmotors)):
-        silent = [describe_motor(ctl, m.index) for m in tmotors
-                  if not measured.last_feedback_s[m.index] > mark]
-        raise _error(f'no feedback after SET_ORIGIN from {", ".join(silent)}')
     drives = present_drives(ctl)
-    buses = ctl.epos.buses(drives)
-    if drives:
-        sdo_write_all(ctl, drives, codec.ObjectIndex.MODES_OF_OPERATION, 0,
-                      ModeOfOperation.HOMING, 1)
-        for drive in drives:
-            ctl.send(drive.bus, nmt_start(drive.node_id))
-            position = measured.position_rad[drive.index]
-            motor_rad = drive.params.joint_to_motor_rad(position) if position == position else 0.0
-            ctl.send(drive.bus, codec.encode_target_position(drive.node_id, motor_rad,
-                                                             drive.params.gear_ratio))
-        _send_controlword_all(ctl, drives, Controlword.SHUTDOWN)
-        wait(ctl, timing.controlword_settle_s)
-        _send_controlword_all(ctl, drives, Controlword.ENABLE_OPERATION)
-        wait(ctl, timing.controlword_settle_s)
-        sdo_write_all(ctl, drives, codec.ObjectIndex.MODES_OF_OPERATION, 0,
+    stale = [d for d in drives if d.mode != ModeOfOperation.CYCLIC_SYNC_POSITION]
+    if stale:  # left in CST by the wrists when the last activation ended
+        sdo_write_all(ctl, stale, codec.ObjectIndex.MODES_OF_OPERATION, 0,
                       ModeOfOperation.CYCLIC_SYNC_POSITION, 1)
-        _send_controlword_all(ctl, drives, Controlword.SHUTDOWN)
-        wait(ctl, timing.mode_switch_settle_s)
-        _send_controlword_all(ctl, drives, Controlword.ENABLE_OPERATION)
-        mark = clock.now()
-        if not wait(ctl, timing.enable_timeout_s, lambda: all(
-                measured.last_feedback_s[d.index] > mark
-                and is_operation_enabled(measured.statusword[d.index]) for d in drives),
-                sync_buses=buses):
-            stuck = [f'{describe_motor(ctl, d.index)} is '
-                     f'{describe_statusword(measured.statusword[d.index])}'
-                     for d in drives if not is_operation_enabled(measured.statusword[d.index])]
-            raise _error('drive(s) not enabled: ' + '; '.join(stuck or ['no TPDO after enable']))
-        for drive in drives:
-            drive.enabled = True
-            drive.mode = ModeOfOperation.CYCLIC_SYNC_POSITION
+        _send_controlword_all(ctl, stale, Controlword.SHUTDOWN)
+    for drive in drives:
+        drive.mode = ModeOfOperation.CYCLIC_SYNC_POSITION
+        position = measured.position_rad[drive.index]
+        motor_rad = drive.params.joint_to_motor_rad(position) if position == position else 0.0
+        ctl.send(drive.bus, codec.encode_target_position(drive.node_id, motor_rad,
+                                                         drive.params.gear_ratio))
+    _send_controlword_all(ctl, drives, Controlword.ENABLE_OPERATION)
+    mark = ctl.clock.now()
+    if drives and not wait(ctl, timing.enable_timeout_s, lambda: all(
+            measured.last_feedback_s[d.index] > mark
+            and is_operation_enabled(measured.statusword[d.index]) for d in drives),
+            sync_buses=ctl.epos.buses(drives)):
+        stuck = [f'{describe_motor(ctl, d.index)} is '
+                 f'{describe_statusword(measured.statusword[d.index])}'
+                 for d in drives if not is_operation_enabled(measured.statusword[d.index])]
+        raise _error('drive(s) not enabled: ' + '; '.join(stuck or ['no TPDO after enable']))
+    for drive in drives:
+        drive.enabled = True
     for bus, bank in ctl.dxl_banks.items():
         for servo in bank.present:
             _dxl_write_confirmed(ctl, bus, bank.torque_packet(servo, True), servo, 'torque on')
         if bank.present:
             ctl.transports.serial[bus].write(bank.read_packet())
             wait(ctl, timing.dxl_reply_timeout_s, lambda b=bank: not b.read_pending)
-    now = clock.now()
+    now = ctl.clock.now()
     ctl.supervising = True
     ctl.safety.arm(now)
     ctl.queue.hold(measured.position_rad, [0] * measured.count)
