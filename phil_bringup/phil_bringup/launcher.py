@@ -38,6 +38,7 @@ from phil_bringup.core.dds_scope import (
 )
 from phil_bringup.core.node_set import NodeSpec, nodes_for, watched_nodes
 from phil_description.core.capped_log import CappedTextLog
+from phil_description.core.exit_status import CONFIG_ERROR_EXIT
 from phil_description.core.graph_key import GRAPH_KEY_ENV, GraphKey
 
 STOP_TIMEOUT_S = 15.0
@@ -223,6 +224,9 @@ class Launcher:
                 return 1
             for running in self._running:
                 code = running.process.poll()
+                if code == CONFIG_ERROR_EXIT:
+                    self._report_refused_configuration(running)
+                    return CONFIG_ERROR_EXIT
                 if code not in (None, 0) and running.spec.name not in reported:
                     reported.add(running.spec.name)
                     print(f'[phil] {running.spec.name} died (exit code {code}); the robot holds '
@@ -232,6 +236,18 @@ class Launcher:
                 return 1
             time.sleep(0.2)
         return 0
+
+    def _report_refused_configuration(self, running: Running) -> None:
+        """A node refused its configuration while it was built: say which, with its parameter
+        file and its one line; the caller stops the graph (before any torque)."""
+        if running.pump is not None:
+            running.pump.join(1.0)  # its last line
+        parameter_file = running.spec.parameter_file_for(self._sim)
+        where = f' (parameters: {config_path(parameter_file)} and the launcher\'s overrides)' \
+            if parameter_file else ''
+        line = running.tail[-1] if running.tail else 'see its log'
+        print(f'[phil] {running.spec.name}{where}: {line}; stopping the graph', file=sys.stderr,
+              flush=True)
 
     def stop(self) -> int:
         """SIGINT every process (reverse start order), repeated every few seconds (a process
@@ -271,6 +287,15 @@ class Launcher:
         return worst
 
 
+def _parameter_override(text: str) -> tuple[str, str, str]:
+    """'node.name=value' -> (node, name, value)."""
+    target, equals, value = text.partition('=')
+    node, dot, name = target.partition('.')
+    if not (equals and dot and node and name):
+        raise argparse.ArgumentTypeError(f'{text!r} is not NODE.NAME=VALUE')
+    return node, name, value
+
+
 def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--real', action='store_true',
@@ -291,6 +316,10 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
                              "URDF's, so several graphs can run on one machine")
     parser.add_argument('--sim-dxl-port', metavar='PATH', default='',
                         help='PTY link of the simulated Dynamixel bus instead of the URDF path')
+    parser.add_argument('--param', metavar='NODE.NAME=VALUE', action='append', default=[],
+                        type=_parameter_override,
+                        help='set a parameter of a node over its parameter file (repeatable), '
+                             'e.g. tcp_bridge.reply_timeout_s=5.0')
     parser.add_argument('--demo', metavar='SCORE', default=None,
                         help='play SCORE end to end (START, READY, PLAY, QUIT), then exit')
     return parser.parse_args(argv)
@@ -313,6 +342,13 @@ def main(argv: list[str] | None = None) -> int:
         overrides['device_simulator']['dxl-port'] = args.sim_dxl_port
     if args.play_list is not None:
         overrides['score_player'] = {'play_list': str(args.play_list.resolve())}
+    known = {spec.name for spec in nodes_for(sim) if spec.ros_node}
+    for node, name, value in args.param:
+        if node not in known:
+            print(f'[phil] --param {node}.{name}: no ROS node {node!r} in this graph; nodes: '
+                  f'{", ".join(sorted(known))}', file=sys.stderr)
+            return 2
+        overrides.setdefault(node, {})[name] = value
     # The nodes of this graph share one key, fresh for every start (or the one the user set to
     # run further nodes by hand): it tells the graph's own messages from foreign ones.
     os.environ.setdefault(GRAPH_KEY_ENV, GraphKey.generate())
@@ -354,7 +390,8 @@ def main(argv: list[str] | None = None) -> int:
     except (RuntimeError, OSError) as error:  # a process that never got ready; demo's TCP
         print(f'[phil] {error}', file=sys.stderr)
         status = 1
-    status = launcher.stop() or status
+    stopped = launcher.stop()
+    status = status or stopped   # why the graph ended first (a refused configuration: 78)
     print('[phil] stopped', flush=True)
     return status
 

@@ -23,6 +23,7 @@ STEP_TIMEOUT_S = 10.0
 ACTIVATE_TIMEOUT_S = 60.0
 # One attempt of a request that may be repeated (a goal probe, a lifecycle state query).
 RETRY_ATTEMPT_S = 1.0
+NODES_POLL_S = 0.05
 
 
 def wait_for(future, what: str, timeout_s: float = STEP_TIMEOUT_S):
@@ -80,12 +81,20 @@ class HardwareLifecycle:
                 raise RuntimeError(f'hardware {step}: {response.reason}')
 
     def meet(self) -> None:
-        """One answered call of each service (see ``GraphLinks._meet``), after the start-up
-        configure has finished; forbidding ~/joint_trajectory is what the hardware does
-        anyway before START."""
+        """Answered calls of each service (see ``GraphLinks._meet``) once the start-up
+        configure has finished, until the hardware has seen every node it watches (what its
+        activation would otherwise wait for; heartbeats come twice a second).
+
+        Raises:
+            RuntimeError: Nodes still absent after STEP_TIMEOUT_S (named).
+        """
         self._primary_state()
-        retry(lambda: self.request('forbid_joint_trajectory', RETRY_ATTEMPT_S),
-              self._request.srv_name)
+        deadline = time.monotonic() + STEP_TIMEOUT_S
+        while not (response := retry(lambda: self.request('nodes_ready', RETRY_ATTEMPT_S),
+                                     self._request.srv_name)).accepted:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f'hardware: {response.reason}')
+            time.sleep(NODES_POLL_S)
 
     def shut_down(self) -> None:
         """Deactivate and clean up whatever is up; nothing when the node is gone."""

@@ -54,6 +54,7 @@ from std_msgs.msg import String
 
 from phil_control import play_conversions as convert
 from phil_control.audio import AudioPlayer, TrackFinder, make_audio_player
+from phil_control.core.motion.validation import JointTable
 from phil_control.core.play import (
     MotionChunk,
     PlayAborted,
@@ -62,7 +63,7 @@ from phil_control.core.play import (
     ScheduledHit,
     SessionBusyError,
 )
-from phil_control.core.score import SpeedError, load_play_list, normalize_speed
+from phil_control.core.score import PlayListFile, SpeedError, normalize_speed
 from phil_control.core.score.limits import quote
 from phil_control.ros_conversions import TimeBase
 from phil_control.trajectory_generator_node import CHUNKS_QOS, LATCHED
@@ -139,13 +140,16 @@ class ScorePlayer(Node):
         self._key = GraphKey.from_environment()
         self._clock_ns = clock_ns or convert.stamp_clock(self.config.stamp_clock, self.get_clock())
         self._timebase = TimeBase(self._clock_ns())
-        self.robot = PlayRobot.from_model(model if model is not None else default_robot_model())
-        play_list = self.config.play_list and load_play_list(self.config.play_list)
-        if play_list is None:
+        model = model if model is not None else default_robot_model()
+        self.robot = PlayRobot.from_model(model)
+        # Checked now and on every PLAY: a bad entry is refused alone, a bad file refuses
+        # every PLAY; HITs always work.
+        self._play_list = PlayListFile(self.config.play_list) if self.config.play_list else None
+        if self._play_list is None:
             self.get_logger().warning('no play list found: no score can be played, only HITs')
-        self.session = PlaySession(self.robot, play_list, self.config.margin_s, self.config.lead_s,
+        self.session = PlaySession(self.robot, None, self.config.margin_s, self.config.lead_s,
                                    self.config.wrist_torque, self.config.motion_lead_s,
-                                   self.config.pedal_lead_s)
+                                   self.config.pedal_lead_s, JointTable.from_model(model))
         warn = self.get_logger().warning
         self.audio: AudioPlayer = audio_player or make_audio_player(
             self.config.audio_command, lambda: self._clock_ns() * 1e-9, warn
@@ -197,6 +201,7 @@ class ScorePlayer(Node):
             )
         ]
         self._ticks = WorkTimer(self, self.config.poll_period_s, self._on_tick, io_group)
+        self._read_play_list()
         self.get_logger().info(
             f'ready: play list {self.config.play_list}, audio {self.config.audio_dir}, '
             f'poll {self.config.poll_period_s} s, lead one bar + {self.config.lead_s} s'
@@ -264,7 +269,21 @@ class ScorePlayer(Node):
         reached = self._timebase.from_stamp(self._state.header.stamp)
         return max(self._now_s(), reached - self.config.margin_s), positions
 
+    def _read_play_list(self) -> str:
+        """Read the play list again if its file changed (its problems logged, one line each);
+        why no score can be played ('' when the list is usable)."""
+        if self._play_list is None:
+            return 'no play list found: only HITs can be played'
+        if self._play_list.refresh():
+            self.session.play_list = self._play_list.play_list
+            for line in self._play_list.report():
+                self.get_logger().error(line)
+        return self._play_list.error
+
     def _start_play(self, goal_handle) -> _Goal | str:
+        unusable = self._read_play_list()
+        if unusable:
+            return unusable
         request = goal_handle.request
         try:
             speed = normalize_speed(request.speed or 1.0, clamp=False)
@@ -280,6 +299,10 @@ class ScorePlayer(Node):
         if not score:
             return 'no score given: a play-list id'
         try:
+            # The whole play generated and checked first (nothing moves if it cannot be
+            # played); the start time is taken after it.
+            self.session.check(score, current_positions_rad=self._start_pose()[1], speed=speed,
+                               start_bar=bar)
             now, positions = self._start_pose()
             chunks = self.session.start(
                 score,

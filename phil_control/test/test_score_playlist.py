@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -78,11 +79,20 @@ def test_unknown_play_id_lists_the_known_ids(play_list_dir):
         play_list.entry('XX')
 
 
-def test_missing_score_file_names_the_entry(play_list_dir):
+def refusal(play_list, play_id: str) -> str:
+    """The reason ``play_id`` is refused (the entry must be refused)."""
+    with pytest.raises(PlayListError) as caught:
+        play_list.entry(play_id)
+    return str(caught.value)
+
+
+def test_missing_score_file_names_the_entry_and_refuses_only_it(play_list_dir):
     (play_list_dir / 'songs' / 'this_is_me.txt').unlink()
     path = write_play_list(play_list_dir, PLAY_LIST_TEXT)
-    with pytest.raises(PlayListError, match=r"play_list\.yaml: entry 'TI': score file not found"):
-        load_play_list(path)
+    play_list = load_play_list(path)
+    assert re.search(r"play_list\.yaml, line 7: entry 'TI': score file not found",
+                     refusal(play_list, 'TI'))
+    assert list(play_list) == ['BF', 'SOLO']   # the others play
     assert load_play_list(path, require_scores=False)['TI'].score_path.name == 'this_is_me.txt'
 
 
@@ -104,17 +114,32 @@ ENTRY = {'score': 'songs/fill.txt', 'init_note_right': 8, 'init_note_left': 1}
         ({'init_note_left': None}, r"'init_note_left' must be an integer drum id, got None"),
     ],
 )
-def test_invalid_entries_name_file_and_entry(play_list_dir, changes, expected):
+def test_invalid_entries_name_file_line_and_entry(play_list_dir, changes, expected):
     entry = {**ENTRY, **changes}
-    path = write_play_list(play_list_dir, json.dumps({'BF': entry}))
-    with pytest.raises(PlayListError, match=rf"play_list\.yaml: entry 'BF': {expected}"):
-        load_play_list(path)
+    path = write_play_list(play_list_dir, json.dumps({'BF': entry, 'OK': ENTRY}))
+    play_list = load_play_list(path)
+    assert re.search(rf"play_list\.yaml, line 1: entry 'BF': {expected}",
+                     refusal(play_list, 'BF'))
+    assert list(play_list) == ['OK']
 
 
 def test_missing_keys_are_listed(play_list_dir):
     path = write_play_list(play_list_dir, json.dumps({'BF': {'score': 'songs/fill.txt'}}))
-    with pytest.raises(PlayListError, match=r"entry 'BF': missing key\(s\) init_note_right, init"):
-        load_play_list(path)
+    assert re.search(r"entry 'BF': missing key\(s\) init_note_right, init",
+                     refusal(load_play_list(path), 'BF'))
+
+
+BROKEN_ENTRY_TEXT = PLAY_LIST_TEXT.replace('  score: songs/this_is_me.txt',
+                                           '  score: [songs/this_is_me.txt')
+
+
+def test_a_yaml_syntax_error_refuses_only_the_entry_it_is_in(play_list_dir):
+    play_list = load_play_list(write_play_list(play_list_dir, BROKEN_ENTRY_TEXT))
+    assert list(play_list) == ['BF', 'SOLO']
+    assert play_list['SOLO'].init_note_right == 5
+    assert re.search(r"play_list\.yaml, line 7: the entry there is not valid YAML at line 9",
+                     refusal(play_list, 'TI'))
+    assert 'refused (bad entries): TI' in refusal(play_list, 'XX')
 
 
 @pytest.mark.parametrize(
@@ -122,15 +147,29 @@ def test_missing_keys_are_listed(play_list_dir):
     [
         ('', r'expected a non-empty mapping of play id to entry'),
         ('- BF\n', r'expected a non-empty mapping of play id to entry'),
-        ('1:\n  score: songs/fill.txt\n', r'play id 1 must be a non-empty string \(quote it'),
-        ('ON:\n  score: songs/fill.txt\n', r'play id True must be a non-empty string'),
-        ('BF: songs/fill.txt\n', r"entry 'BF': expected a mapping, got str"),
-        ('BF: [unclosed\n', r'not valid YAML'),
+        ('  indented: [unclosed\n', r'not valid YAML at line 2, column 1'),
     ],
 )
 def test_malformed_documents_are_rejected(play_list_dir, text, expected):
     with pytest.raises(PlayListError, match=rf'play_list\.yaml: {expected}'):
         load_play_list(write_play_list(play_list_dir, text))
+
+
+@pytest.mark.parametrize(
+    ('text', 'play_id', 'expected'),
+    [
+        ('1:\n  score: songs/fill.txt\n', '1',
+         r'line 1: entry 1: play id 1 must be a non-empty string \(quote'),
+        ('ON:\n  score: songs/fill.txt\n', 'True',
+         r'entry True: play id True must be a non-empty string'),   # YAML's key: no line
+        ('BF: songs/fill.txt\n', 'BF', r"line 1: entry 'BF': expected a mapping, got str"),
+        ('BF: [unclosed\n', 'BF', r'line 1: the entry there is not valid YAML'),
+    ],
+)
+def test_malformed_entries_are_refused(play_list_dir, text, play_id, expected):
+    play_list = load_play_list(write_play_list(play_list_dir, text))
+    assert not play_list.entries
+    assert re.search(rf'play_list\.yaml[:,] {expected}', play_list.problems[play_id])
 
 
 def test_upstream_json_format_is_read_from_a_synthetic_tree(tmp_path):
@@ -183,6 +222,7 @@ def test_upstream_play_list_at_376fd97_lists_35_entries():
 
 
 @requires_upstream
-def test_upstream_play_list_with_missing_scores_names_the_first_missing_entry():
-    with pytest.raises(PlayListError, match=r"entry 'BI': score file not found: .*BabyINeedYou"):
-        load_upstream_play_list(GEN2_LATER_PLAY_LIST, scores_dir=CONVERTER_SCORES)
+def test_upstream_play_list_with_missing_scores_names_each_missing_entry():
+    play_list = load_upstream_play_list(GEN2_LATER_PLAY_LIST, scores_dir=CONVERTER_SCORES)
+    assert re.search(r"entry 'BI': score file not found: .*BabyINeedYou", refusal(play_list, 'BI'))
+    assert len(play_list.entries) + len(play_list.problems) == 35

@@ -23,6 +23,7 @@ import faulthandler
 import gc
 import secrets
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -31,10 +32,12 @@ import rclpy
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.context import Context
 from rclpy.duration import Duration
+from rclpy.exceptions import ParameterException
 from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
+from phil_description.core.exit_status import CONFIG_ERROR_EXIT
 from phil_description.core.graph_key import GraphKey, GraphKeyError
 from phil_description.graph_safety import sign_message, signed_by
 from phil_msgs.msg import GraphShutdown
@@ -50,6 +53,9 @@ ACK_POLL_S = 0.05
 SHUTDOWN_POLL_PERIOD_S = 0.1
 # Longest teardown after spinning: the hardware node stops its bus loop (at most ~15 s) within it.
 TEARDOWN_TIMEOUT_S = 20.0
+#: What a refused configuration raises while a node is built: our own checks (ValueError,
+#: naming the parameter and what is allowed) and rclpy's (a value of the wrong type).
+CONFIG_ERRORS = (ValueError, TypeError, ParameterException)
 
 
 def exit_on_graph_shutdown(node: Node, requested: threading.Event, key: GraphKey,
@@ -218,7 +224,15 @@ def run_node(make_node: Callable[[], Node], args: list[str] | None = None,
     requested = threading.Event()
     try:
         try:
-            node = make_node()
+            try:
+                node = make_node()
+            except CONFIG_ERRORS as error:
+                if not rclpy.ok() or stop_signals.received:
+                    raise   # Ctrl-C while it was being built (see below)
+                # One line, no traceback: the launcher shows it and stops the graph.
+                sys.stderr.write(f'configuration refused: {error}\n')
+                sys.stderr.flush()
+                raise SystemExit(CONFIG_ERROR_EXIT) from None
             if graph_shutdown:
                 try:
                     key = GraphKey.from_environment()

@@ -328,6 +328,9 @@ class HardwareNode(LifecycleNode):
             accepted, reason = self._requested_transition(name)
         elif name == 'reset':
             accepted, reason = self._reset()
+        elif name == 'nodes_ready':   # asked at start-up: activate will not have to wait
+            absent = self._absent_nodes()
+            accepted, reason = not absent, '; '.join(absent)
         elif name in ('allow_joint_trajectory', 'forbid_joint_trajectory'):
             self._commands.joint_trajectory_permitted = name == 'allow_joint_trajectory'
             accepted, reason = True, ''

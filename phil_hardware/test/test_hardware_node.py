@@ -536,10 +536,14 @@ def test_a_silent_motion_path_node_latches_a_fault_naming_it_until_it_is_back(ha
             in fault.reason, fault
         refused = hardware.request('reset')
         assert not refused.accepted and 'planner_stand_in' in refused.reason, refused
+        absent = hardware.request('nodes_ready')   # what the planner asks at start-up
+        assert not absent.accepted and 'planner_stand_in' in absent.reason, absent
     finally:
         hardware.beating.set()
     assert wait_until(lambda: hardware.request('reset').accepted, 10.0, 0.2)
     hardware.wait_status(lambda s: not s.faults)
+    ready = hardware.request('nodes_ready')
+    assert ready.accepted and ready.reason == '', ready
 
 
 @pytest.mark.parametrize(('joint', 'kind', 'code'), [

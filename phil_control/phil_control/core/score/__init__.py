@@ -31,6 +31,7 @@ from phil_control.core.score.playlist import (
     PlayList,
     PlayListEntry,
     PlayListError,
+    PlayListFile,
     load_play_list,
     load_upstream_play_list,
 )
@@ -59,6 +60,7 @@ __all__ = [
     'PlayList',
     'PlayListEntry',
     'PlayListError',
+    'PlayListFile',
     'SampleCount',
     'Score',
     'ScoreError',

@@ -11,6 +11,12 @@ Project format (`scores/play_list.yaml`): a YAML mapping from play id to an entr
 Play ids must be strings (quote ids YAML would read as numbers or booleans, e.g. 'ON', '1')
 without '/', '\\' or '..'. Unknown entry keys are errors, so typos do not pass silently.
 
+One bad entry never takes the others with it: a malformed entry (a YAML syntax error in it, a
+missing or unknown key, a bad value, a missing score file) becomes one of the list's `problems`
+(file, line and what is wrong), the other entries load, and `PlayList.entry` refuses only the
+bad id, with its problem. A YAML syntax error is confined to the top-level entry it is in: the
+file is then read entry by entry. Only a file that is no mapping of entries at all is an error.
+
 Confinement: the play list's folder (`PlayList.root`) holds every score a play may open. An entry
 whose score is absolute, goes up with '..' or resolves (through a symlink) outside that folder is
 an error when the list is loaded, and `PlayList.read_score` checks again when a score is opened.
@@ -27,7 +33,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -78,14 +84,18 @@ class PlayList:
         source: The play list file.
         entries: Entries by play id, in file order.
         root: The folder every score must lie in (resolved); default the play list's folder.
+        problems: What is wrong with each bad entry (file, line, problem), by play id (or by
+            ``line N`` where the id could not be read); these ids are refused.
     """
 
     source: Path
     entries: Mapping[str, PlayListEntry]
     root: Path | None = None
+    problems: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, 'entries', MappingProxyType(dict(self.entries)))
+        object.__setattr__(self, 'problems', MappingProxyType(dict(self.problems)))
         root = self.root if self.root is not None else Path(self.source).parent
         object.__setattr__(self, 'root', Path(root).resolve())
 
@@ -110,13 +120,16 @@ class PlayList:
         """
         if isinstance(play_id, str) and play_id in self.entries:
             return self.entries[play_id]
+        if isinstance(play_id, str) and play_id in self.problems:
+            raise PlayListError(f'play id {quote(play_id)} refused: {self.problems[play_id]}')
         text = play_id if isinstance(play_id, str) else repr(play_id)
         if is_path_like(text):
             problem = f'{quote(text)} is not a play id: scores are played by id, not by path'
         else:
             problem = f'unknown play id {quote(text)}'
         known = ', '.join(self.entries) or '(none)'
-        raise PlayListError(f'{self.source}: {problem}; known ids: {known}')
+        bad = f'; refused (bad entries): {", ".join(self.problems)}' if self.problems else ''
+        raise PlayListError(f'{self.source}: {problem}; known ids: {known}{bad}')
 
     def inside(self, path: str | Path) -> Path:
         """The resolved `path`, checked to lie in `root`.
@@ -152,6 +165,48 @@ class PlayList:
             (key for key, entry in self.entries.items() if entry.score_path.resolve() == resolved),
             None,
         )
+
+
+class PlayListFile:
+    """The play list of one file, read again whenever the file changed (size or time), so that
+    it is checked at start-up and on every PLAY and a fixed entry plays without a restart.
+
+    Attributes:
+        play_list: The list last read (None when the file itself is unusable).
+        error: Why the file is unusable ('' when it was read).
+    """
+
+    def __init__(self, path: str | Path,
+                 loader: Callable[[Path], PlayList] | None = None) -> None:
+        self.path = Path(path)
+        self._loader = loader or load_play_list
+        self._stamp: tuple[int, int] | None = None
+        self.play_list: PlayList | None = None
+        self.error = ''
+
+    def refresh(self) -> bool:
+        """Read the file again if it changed; True when it was read (its problems may have
+        changed: the caller reports them)."""
+        try:
+            status = self.path.stat()
+            stamp = (status.st_mtime_ns, status.st_size)
+        except OSError:
+            stamp = None
+        if stamp is not None and stamp == self._stamp:
+            return False
+        self._stamp = stamp
+        try:
+            self.play_list, self.error = self._loader(self.path), ''
+        except (PlayListError, OSError, UnicodeDecodeError) as error:
+            self.play_list, self.error = None, f'play list unusable: {error}'
+        return True
+
+    def report(self) -> list[str]:
+        """One line per problem of the list last read (the file's, or each bad entry's)."""
+        if self.play_list is None:
+            return [self.error]
+        return [f'play list entry refused: {problem}'
+                for problem in self.play_list.problems.values()]
 
 
 def is_path_like(text: str) -> bool:
@@ -194,16 +249,66 @@ def load_play_list(path: str | Path, *, require_scores: bool = True) -> PlayList
         OSError: The file cannot be read.
     """
     path = Path(path)
+    text = path.read_text(encoding='utf-8')
     try:
-        document = yaml.safe_load(path.read_text(encoding='utf-8'))
+        document = yaml.safe_load(text)
+        lines = _key_lines(text)
+        problems: dict[str, str] = {}
     except yaml.YAMLError as error:
-        raise PlayListError(f'{path}: not valid YAML{_yaml_problem(error)}') from None
+        document, lines, problems = _load_entry_by_entry(path, text, error)
     base = path.resolve().parent
 
     def resolve_score(play_id: str, score: str) -> Path:
-        return _confined(path, play_id, base, score)
+        return _confined(_where(path, play_id, lines), base, score)
 
-    return _build_play_list(path, document, _PROJECT_KEYS, resolve_score, require_scores, base)
+    return _build_play_list(path, document, _PROJECT_KEYS, resolve_score, require_scores, base,
+                            lines, problems)
+
+
+def _key_lines(text: str) -> dict[str, int]:
+    """Line (1-based) of each top-level key of a document that parses."""
+    node = yaml.compose(text)
+    if not isinstance(node, yaml.MappingNode):
+        return {}
+    return {key.value: key.start_mark.line + 1 for key, _ in node.value
+            if isinstance(key, yaml.ScalarNode)}
+
+
+def _load_entry_by_entry(path: Path, text: str, error: yaml.YAMLError
+                         ) -> tuple[dict, dict[str, int], dict[str, str]]:
+    """After a YAML syntax error: each top-level entry (from a line that starts at column 0
+    up to the next) parsed on its own; the ones with the error become problems, named by
+    their line (their text is not quoted: the file may not be a play list at all)."""
+    rows = text.splitlines(keepends=True)
+    starts = [number for number, row in enumerate(rows)
+              if row[:1] not in ('', ' ', '\t', '#', '\n', '\r')
+              and not row.startswith(('---', '...'))]
+    if not starts:
+        raise PlayListError(f'{path}: not valid YAML{_yaml_problem(error)}') from None
+    document: dict = {}
+    lines: dict[str, int] = {}
+    problems: dict[str, str] = {}
+    for first, end in zip(starts, [*starts[1:], len(rows)], strict=True):
+        block = ''.join(rows[first:end])
+        play_id = block.split(':', 1)[0].strip().strip('\'"') or f'line {first + 1}'
+        try:
+            part = yaml.safe_load(block)
+        except yaml.YAMLError as block_error:
+            problems[play_id] = (f'{path}, line {first + 1}: the entry there is not valid YAML'
+                                 f'{_yaml_problem(block_error, first)}')
+            continue
+        if not isinstance(part, dict) or len(part) != 1:
+            problems[play_id] = f'{path}, line {first + 1}: expected one "id: entry" here'
+            continue
+        key = next(iter(part))
+        document[key] = part[key]
+        lines[str(key)] = first + 1
+    return document, lines, problems
+
+
+def _where(path: Path, play_id: str, lines: Mapping[str, int]) -> str:
+    line = lines.get(str(play_id))
+    return f'{path}, line {line}: entry {play_id!r}' if line else f'{path}: entry {play_id!r}'
 
 
 def load_upstream_play_list(
@@ -240,18 +345,18 @@ def load_upstream_play_list(
     )
 
     def resolve_score(play_id: str, score: str) -> Path:
-        return _confined(path, play_id, base, f'{score}{UPSTREAM_SCORE_SUFFIX}')
+        return _confined(_where(path, play_id, {}), base, f'{score}{UPSTREAM_SCORE_SUFFIX}')
 
     return _build_play_list(
         path, document[UPSTREAM_PLAY_LIST_KEY], _UPSTREAM_KEYS, resolve_score, require_scores,
-        base,
+        base, {}, {},
     )
 
 
-def _confined(path: Path, play_id: str, base: Path, score: str) -> Path:
+def _confined(entry: str, base: Path, score: str) -> Path:
     """`base / score`, refused unless it stays in `base` (no absolute path, no '..', no symlink
-    out of it)."""
-    where = f"{path}: entry {play_id!r}: 'score'"
+    out of it); ``entry`` names it in the message."""
+    where = f"{entry}: 'score'"
     relative = Path(score)
     if relative.is_absolute():
         problem = f"must be relative to the play list's folder {base}"
@@ -264,10 +369,11 @@ def _confined(path: Path, play_id: str, base: Path, score: str) -> Path:
     raise PlayListError(f'{where} {problem}, got {quote(score)}')
 
 
-def _yaml_problem(error: yaml.YAMLError) -> str:
+def _yaml_problem(error: yaml.YAMLError, line_offset: int = 0) -> str:
     """Where and what, without the quoted text of the file a YAML error message carries."""
     mark = getattr(error, 'problem_mark', None)
-    where = f' at line {mark.line + 1}, column {mark.column + 1}' if mark is not None else ''
+    where = f' at line {mark.line + 1 + line_offset}, column {mark.column + 1}' \
+        if mark is not None else ''
     problem = getattr(error, 'problem', None)
     return f'{where}: {quote(problem)}' if problem else where
 
@@ -279,36 +385,45 @@ def _build_play_list(
     resolve_score: Callable[[str, str], Path],
     require_scores: bool,
     root: Path,
+    lines: Mapping[str, int],
+    problems: dict[str, str],
 ) -> PlayList:
-    if not isinstance(document, dict) or not document:
+    if not isinstance(document, dict) or not (document or problems):
         raise PlayListError(f'{path}: expected a non-empty mapping of play id to entry')
     entries = {}
     for play_id, raw_entry in document.items():
-        if not isinstance(play_id, str) or not play_id.strip():
-            raise PlayListError(
-                f'{path}: play id {play_id!r} must be a non-empty string (quote it in YAML)'
-            )
-        if is_path_like(play_id):
-            raise PlayListError(
-                f"{path}: play id {quote(play_id)} must not contain '/', '\\' or '..'"
-            )
-        entry = _build_entry(path, play_id, raw_entry, keys, resolve_score)
-        if require_scores and not entry.score_path.is_file():
-            raise PlayListError(
-                f'{path}: entry {play_id!r}: score file not found: {entry.score_path}'
-            )
-        entries[play_id] = entry
-    return PlayList(source=path, entries=entries, root=root)
+        try:
+            entries[play_id] = _checked_entry(path, play_id, raw_entry, keys, resolve_score,
+                                              require_scores, lines)
+        except PlayListError as error:
+            problems[str(play_id)] = str(error)
+    return PlayList(source=path, entries=entries, root=root, problems=problems)
+
+
+def _checked_entry(path: Path, play_id: Any, raw_entry: Any, keys: _EntryKeys,
+                   resolve_score: Callable[[str, str], Path], require_scores: bool,
+                   lines: Mapping[str, int]) -> PlayListEntry:
+    where = _where(path, play_id, lines)
+    if not isinstance(play_id, str) or not play_id.strip():
+        raise PlayListError(
+            f'{where}: play id {play_id!r} must be a non-empty string (quote it in YAML)'
+        )
+    if is_path_like(play_id):
+        raise PlayListError(f"{where}: play id {quote(play_id)} must not contain '/', '\\' "
+                            "or '..'")
+    entry = _build_entry(where, play_id, raw_entry, keys, resolve_score)
+    if require_scores and not entry.score_path.is_file():
+        raise PlayListError(f'{where}: score file not found: {entry.score_path}')
+    return entry
 
 
 def _build_entry(
-    path: Path,
+    where: str,
     play_id: str,
     raw_entry: Any,
     keys: _EntryKeys,
     resolve_score: Callable[[str, str], Path],
 ) -> PlayListEntry:
-    where = f'{path}: entry {play_id!r}'
     if not isinstance(raw_entry, dict):
         raise PlayListError(f'{where}: expected a mapping, got {type(raw_entry).__name__}')
     unknown = sorted(str(key) for key in set(raw_entry) - keys.allowed)
