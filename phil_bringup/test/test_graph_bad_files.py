@@ -38,6 +38,10 @@ PROBLEMS = {'broken_yaml': 'line 2: the entry there is not valid YAML at line 4'
             'gone': "line 13: entry 'gone': score file not found"}
 
 
+def planner_log(robot: RunningGraph) -> str:
+    return (robot.log_dir / 'behavior_planner.log').read_text()
+
+
 def measured_deg(view: BusLoopView) -> np.ndarray:
     """The joints as the bus loop last measured them (not the commanded targets)."""
     return np.degrees(np.array(view.snapshot().positions_rad))
@@ -66,23 +70,19 @@ def test_a_play_list_with_bad_entries_plays_its_good_one_and_moves_for_no_bad_on
         for play_id, problem in PROBLEMS.items():
             # The state machine takes the id; the score player refuses it with the reason.
             assert robot.line(f'PLAY|{play_id}') == 'OK|PLAY'
+            assert wait_until(lambda p=play_id, why=problem: f'play id {p!r} refused: '
+                              f'{play_list}, {why}' in planner_log(robot), 20.0), \
+                planner_log(robot)
             assert robot.brain.wait_state({'IDLE'}, 20.0) == 'IDLE', robot.text()
-            planner = (robot.log_dir / 'behavior_planner.log').read_text()
-            assert f'play id {play_id!r} refused: {play_list}, {problem}' in planner, planner
         # A score the robot cannot play: refused whole, naming the row, before any motion.
         assert robot.line('PLAY|too_fast') == 'OK|PLAY'
+        assert wait_until(lambda: 'too_fast: refused before anything moved: bar 1, line 202 '
+                          '(beat 0.15): too fast: right_wrist' in planner_log(robot), 20.0), \
+            planner_log(robot)
         assert robot.brain.wait_state({'IDLE'}, 20.0) == 'IDLE', robot.text()
-        planner = (robot.log_dir / 'behavior_planner.log').read_text()
-        assert 'too_fast: refused before anything moved: bar 1, line 202 (beat 0.15): too ' \
-            'fast: right_wrist' in planner, planner
         assert np.abs(measured_deg(view) - held).max() < 0.1
-        assert robot.line('PLAY|groove') == 'OK|PLAY'      # the good entry plays
-        assert robot.brain.wait_state({'PLAYING'}, 10.0) == 'PLAYING'
-        assert wait_until(lambda: np.abs(measured_deg(view) - held).max() > 1.0, 20.0)
-        assert robot.line('PLAY_CTRL|stop') == 'OK|PLAY_CTRL'
-        assert robot.brain.wait_state({'IDLE'}, 30.0) == 'IDLE'
-        assert robot.line('QUIT') == 'OK|QUIT'
-        assert robot.wait_exit(90.0) == 0, robot.text()
+        # The good entry plays.
+        robot.plays_then_quits('groove', lambda: np.abs(measured_deg(view) - held).max() > 1.0)
     finally:
         robot.stop()
 

@@ -233,13 +233,8 @@ def test_play_takes_play_list_ids_only_and_scores_beyond_the_limits_move_nothing
         assert moved_deg(view, held) < 0.01
         log = (robot.log_dir / 'score_player.log').read_text()
         assert 'known ids' in log and 'huge_beat' in log and 'crawl' in log, log[-3000:]
-        assert robot.line('PLAY|groove') == 'OK|PLAY'      # the score player serves on
-        assert robot.brain.wait_state({'PLAYING'}, 10.0) == 'PLAYING'
-        assert view.wait(lambda s: moved_deg(view, held) > 1.0, 20.0) is not None
-        assert robot.line('PLAY_CTRL|stop') == 'OK|PLAY_CTRL'
-        assert robot.brain.wait_state({'IDLE'}, 30.0) == 'IDLE'
-        assert robot.line('QUIT') == 'OK|QUIT'
-        assert robot.wait_exit(90.0) == 0, robot.text()
+        # The score player serves on.
+        robot.plays_then_quits('groove', lambda: moved_deg(view, held) > 1.0)
     finally:
         robot.stop()
     for path in robot.log_dir.rglob('*'):

@@ -165,6 +165,17 @@ class RunningGraph:
         assert reached == state, f'state {reached}, expected {state}\n{self.text()}'
         return self.status()
 
+    def plays_then_quits(self, play_id: str, moved) -> None:
+        """Assert: ``PLAY|play_id`` plays (PLAYING, ``moved()`` within 20 s), ``PLAY_CTRL|stop``
+        ends it (IDLE), and after ``QUIT`` every process exits with 0."""
+        assert self.line(f'PLAY|{play_id}') == 'OK|PLAY'
+        assert self.brain.wait_state({'PLAYING'}, 10.0) == 'PLAYING', self.text()
+        assert wait_until(moved, 20.0), self.text()
+        assert self.line('PLAY_CTRL|stop') == 'OK|PLAY_CTRL'
+        assert self.brain.wait_state({'IDLE'}, 30.0) == 'IDLE', self.text()
+        assert self.line('QUIT') == 'OK|QUIT'
+        assert self.wait_exit(90.0) == 0, self.text()
+
     def wait_exit(self, timeout_s: float) -> int:
         try:
             return self.process.wait(timeout=timeout_s)
