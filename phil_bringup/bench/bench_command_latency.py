@@ -63,7 +63,7 @@ def main() -> None:
         capture = FrameCapture(graph.channels, send_times=True, buses=[int(motor.bus[3:])])
         try:
             graph.line('START')
-            graph.line_until_ok('READY', 60.0)
+            graph.line('READY')
             graph.wait_state('IDLE', 30.0)
             time.sleep(4.0)  # START's 3 s move to home
             angles = (60.0, 80.0)

@@ -39,7 +39,7 @@ SPAN_MARGIN_S = 0.5
 
 def play(graph: RunningGraph, play_id: str, speed: float) -> str:
     """PLAY one score to its end; returns the final state."""
-    reply = graph.line_until_ok(f'PLAY|{play_id}', 60.0)
+    reply = graph.line(f'PLAY|{play_id}')
     if not reply.startswith('OK|'):
         raise RuntimeError(f'PLAY|{play_id} refused: {reply}')
     graph.brain.wait_state({'PLAYING'}, 30.0)
@@ -67,7 +67,7 @@ def main() -> int:
         outcomes = {}
         try:
             graph.line('START')
-            if not graph.line_until_ok('READY', 60.0).startswith('OK|'):
+            if not graph.line('READY').startswith('OK|'):
                 raise RuntimeError('READY refused:\n' + graph.text())
             for play_id in ids:
                 outcomes[play_id] = play(graph, play_id, args.speed)

@@ -9,7 +9,6 @@ import sys
 import time
 from pathlib import Path
 
-START_TIMEOUT_S = 60.0
 PLAY_TIMEOUT_S = 600.0
 
 
@@ -40,15 +39,6 @@ class BrainConnection:
     def state(self) -> str:
         return self.send('GET_STATUS').split('|')[1]
 
-    def until(self, line: str, timeout_s: float) -> str:
-        """Repeat ``line`` until it is accepted (e.g. READY while START is still running)."""
-        deadline = time.monotonic() + timeout_s
-        reply = self.send(line)
-        while not reply.startswith('OK|') and time.monotonic() < deadline:
-            time.sleep(0.25)
-            reply = self.send(line)
-        return reply
-
     def wait_state(self, wanted: set[str], timeout_s: float) -> str:
         deadline = time.monotonic() + timeout_s
         state = self.state()
@@ -67,9 +57,9 @@ def run_demo(score: str, port: int, log_dir: Path | None) -> int:
     brain = BrainConnection(port)
     final = 'not started'
     try:
-        steps = [('START', brain.send('START'))]
-        steps.append(('READY', brain.until('READY', START_TIMEOUT_S)))
-        steps.append((f'PLAY|{score}', brain.until(f'PLAY|{score}', START_TIMEOUT_S)))
+        # Once each, as the brain sends them: READY waits in the planner for START's first
+        # trajectory, PLAY for the home motion to end.
+        steps = [(line, brain.send(line)) for line in ('START', 'READY', f'PLAY|{score}')]
         for step, reply in steps:
             print(f'[demo] {step} -> {reply}', flush=True)
             if not reply.startswith('OK|'):

@@ -141,21 +141,11 @@ class RunningGraph:
         """Send one protocol line; the acknowledged-mode reply."""
         return self.brain.send(text)
 
-    def line_until_ok(self, text: str, timeout_s: float) -> str:
-        """Repeat a command the state machine refuses for now (e.g. READY while START is still
-        enabling the drives) until it is accepted."""
-        return self.brain.until(text, timeout_s)
-
-    def start_robot(self, timeout_s: float = 60.0) -> None:
-        """START, then READY, both accepted (asserted): for tests about what comes after.
-
-        READY waits in the planner until START has its first trajectory, at most
-        ``COMMAND_WAIT_S``; on a busy machine START can take longer, so tests about what
-        comes after ask again. A real client sends READY once: the tests of that sequence
-        (test_reference_client) must not use this.
-        """
+    def start_robot(self) -> None:
+        """START, then READY at once, as the brain sends them, both accepted (asserted; READY
+        waits in the planner for START's first trajectory)."""
         assert self.line('START') == 'OK|START', self.text()
-        assert self.line_until_ok('READY', timeout_s) == 'OK|READY', self.text()
+        assert self.line('READY') == 'OK|READY', self.text()
 
     def status(self) -> list[str]:
         return self.line('GET_STATUS').split('|')
