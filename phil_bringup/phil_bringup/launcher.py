@@ -205,6 +205,11 @@ class Launcher:
                 print(f'[phil] the nodes did not exit within {timeout_s:.0f} s after QUIT',
                       file=sys.stderr, flush=True)
                 return 1
+            refused = next((r for r in self._running
+                            if r.process.poll() == CONFIG_ERROR_EXIT), None)
+            if refused is not None:
+                self._report_refused_configuration(refused)
+                return CONFIG_ERROR_EXIT
             if self.ros_nodes_finished():
                 print('[phil] every node exited after QUIT', flush=True)
                 return 0
@@ -224,9 +229,6 @@ class Launcher:
                 return 1
             for running in self._running:
                 code = running.process.poll()
-                if code == CONFIG_ERROR_EXIT:
-                    self._report_refused_configuration(running)
-                    return CONFIG_ERROR_EXIT
                 if code not in (None, 0) and running.spec.name not in reported:
                     reported.add(running.spec.name)
                     print(f'[phil] {running.spec.name} died (exit code {code}); the robot holds '
@@ -285,6 +287,11 @@ class Launcher:
                       flush=True)
                 worst = 1  # a signal's negative code would become 256 - N as our own status
         return worst
+
+
+#: Parameters the launcher sets itself: --param may not change them (e.g. a simulated graph's
+#: hardware told it drives the real robot).
+LAUNCHER_PARAMETERS = frozenset({'sim', 'watched_nodes', 'log_dir'})
 
 
 def _parameter_override(text: str) -> tuple[str, str, str]:
@@ -347,6 +354,10 @@ def main(argv: list[str] | None = None) -> int:
         if node not in known:
             print(f'[phil] --param {node}.{name}: no ROS node {node!r} in this graph; nodes: '
                   f'{", ".join(sorted(known))}', file=sys.stderr)
+            return 2
+        if name in LAUNCHER_PARAMETERS:
+            print(f'[phil] --param {node}.{name}: set by the launcher (use its own options)',
+                  file=sys.stderr)
             return 2
         overrides.setdefault(node, {})[name] = value
     # The nodes of this graph share one key, fresh for every start (or the one the user set to

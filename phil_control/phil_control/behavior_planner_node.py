@@ -122,8 +122,9 @@ class BehaviorPlanner(Node):
         self._hardware_down = False   # FAULT latched here: the hardware node went down
         self._status_pub = self.create_publisher(RobotStatus, '/phil/status', LATCHED)
         # /phil/status starts once the graph is met (the hardware configured, every server
-        # answered): STANDBY then means START is carried out at once, and the TCP bridge
-        # opens its port, as upstream's controller did once its start-up was done.
+        # answered; or, when one did not within its bound, once that was logged: START then
+        # meets it again): STANDBY then means START is carried out at once, and the TCP
+        # bridge opens its port, as upstream's controller did once its start-up was done.
         self._graph_ready = False
         self._graph_shutdown = GraphShutdownSender(self, key)
         self._watch = Liveness(self, watched, liveness_timeout_s, on_down=self._node_down,

@@ -485,8 +485,8 @@ class GraphLinks:
         100 ms ("client will not receive response"); the goal would run while the planner
         waits in vain. Probe goals are invalid (each server refuses them with a reason and
         moves nothing), so a lost answer is simply asked for again; the hardware is asked for
-        its lifecycle state (which also waits for its start-up configure) and to forbid
-        ~/joint_trajectory, which it already does before START.
+        its lifecycle state (which also waits for its start-up configure) and whether it has
+        seen every node it watches (``HardwareLifecycle.meet``).
         """
         probes = ((self._motion[Move], Move.Goal(joint_names=['(discovery probe)'])),
                   (self._motion[Look], Look.Goal(pan_rad=math.nan)),

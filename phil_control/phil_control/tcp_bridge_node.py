@@ -26,8 +26,10 @@ while it is down (dead, stopped, hung) GET_STATUS says ESTOP or FAULT, as the ha
 
 from __future__ import annotations
 
+import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from rclpy.node import Node
@@ -42,6 +44,7 @@ from phil_control.tcp.handler import HandlerReply
 from phil_control.tcp.server import TcpServer, TcpServerConfig
 from phil_description.core import default_robot_model
 from phil_description.core.estop_word import estop_word_name, trigger_estop
+from phil_description.core.exit_status import CONFIG_ERROR_EXIT
 from phil_description.core.graph_key import GraphKey
 from phil_description.heartbeats import DEFAULT_LIVENESS_TIMEOUT_S, Liveness
 from phil_description.node_runner import GraphShutdownSender, run_node
@@ -61,15 +64,18 @@ class PlannerHandler:
     to the hardware's ESTOP word first."""
 
     def __init__(self, node: Node, timeout_s: float, liveness_timeout_s: float,
-                 key: GraphKey) -> None:
+                 key: GraphKey, on_planner_down: Callable[[], None] = lambda: None) -> None:
         self._client = node.create_client(Command, '/phil/command')
         self._timeout_s = timeout_s
         self._status: RobotStatus | None = None
         self._hardware: HardwareStatus | None = None
         self._estop_word = estop_word_name(node.context.get_domain_id(), HARDWARE_NODE)
         self._estop_problem = ''
-        self.liveness = Liveness(node, [PLANNER_NODE], liveness_timeout_s,
-                                 on_down=lambda _down: self._wake_waiting())
+        def planner_down(_down) -> None:
+            self._wake_waiting()
+            on_planner_down()
+
+        self.liveness = Liveness(node, [PLANNER_NODE], liveness_timeout_s, on_down=planner_down)
         self.shutdown = GraphShutdownSender(node, key)
         self.shutdown_sent = False
         # Calls waiting for the planner; the graph shutdown wakes them (no answer will come).
@@ -151,7 +157,9 @@ class PlannerHandler:
                 done.set()
 
     def status_line(self) -> str:
-        status = self._status   # the port opens after the first one
+        # None only when the planner went down before its first word (the port opened for
+        # ESTOP and QUIT): what the hardware says, no angles.
+        status = self._status or RobotStatus(state=RobotStatus.STATE_STANDBY, speed=1.0)
         listed = status.state != RobotStatus.STATE_STANDBY
         state = status.state
         if not self.liveness.alive(PLANNER_NODE):   # its last word is stale: the hardware's
@@ -183,10 +191,14 @@ class TcpBridge(Node):
             raise ValueError(f'parameter reply_timeout_s = {timeout_s} must be > 0 s')
         liveness_timeout_s = float(self.declare_parameter(
             'liveness_timeout_s', DEFAULT_LIVENESS_TIMEOUT_S).value)
+        # The port also opens when the planner goes down before it did: ESTOP and QUIT (which
+        # then ends the graph at once) must reach the robot whatever else is wrong.
         self._handler = PlannerHandler(self, timeout_s, liveness_timeout_s,
-                                       GraphKey.from_environment())
+                                       GraphKey.from_environment(),
+                                       on_planner_down=lambda: self._listen())
         self._probe = None
         self._listening = False
+        self._closing = False
         self.create_subscription(RobotStatus, '/phil/status', self._on_status, LATCHED)
         self.create_subscription(HardwareStatus, '/hardware/status', self._handler.set_hardware,
                                  LATCHED)
@@ -220,18 +232,29 @@ class TcpBridge(Node):
         if self._listening or not self._handler.has_status:
             return
         self._probe = self._handler.ask_planner()
-        self._probe.add_done_callback(lambda _future: self._listen())
+        self._probe.add_done_callback(self._listen)
 
-    def _listen(self) -> None:
-        if self._listening:
+    def _listen(self, answer=None) -> None:
+        """Listen (once; an unanswered probe is asked again by the timer)."""
+        if self._listening or self._closing or (answer is not None and (
+                answer.cancelled() or answer.exception() is not None)):
             return
         self._listening = True
         self._probe_timer.cancel()
-        host, bound_port = self._server.start()
+        try:
+            host, bound_port = self._server.start()
+        except (OSError, RuntimeError) as error:
+            # Another server took the port between our bind and listen (two graphs started
+            # on one port). Like a refused parameter: one line, status 78, and the launcher
+            # stops the graph; exiting from here is the one way out of a done callback.
+            self.get_logger().fatal(f'configuration refused: cannot listen on the TCP port: '
+                                    f'{error}')
+            os._exit(CONFIG_ERROR_EXIT)
         self.get_logger().info(f'listening on {host}:{bound_port} (brain protocol; send '
                                f'PROTOCOL|2 for acknowledged mode)')
 
     def on_graph_shutdown(self) -> None:
+        self._closing = True
         self._handler.graph_ending()
         self._server.stop()   # after the replies of the commands being handled
 

@@ -55,7 +55,7 @@ SHUTDOWN_POLL_PERIOD_S = 0.1
 TEARDOWN_TIMEOUT_S = 20.0
 #: What a refused configuration raises while a node is built: our own checks (ValueError,
 #: naming the parameter and what is allowed) and rclpy's (a value of the wrong type).
-CONFIG_ERRORS = (ValueError, TypeError, ParameterException)
+CONFIG_ERRORS = (ValueError, ParameterException)
 
 
 def exit_on_graph_shutdown(node: Node, requested: threading.Event, key: GraphKey,

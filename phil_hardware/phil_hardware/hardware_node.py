@@ -2,10 +2,12 @@
 
 Lifecycle (like a ros2_control hardware component):
     configure   start the real-time bus-loop process, open the buses, discover the motors,
-                configure the drives; no torque. A missing motor fails the transition and is
-                named in /hardware/status (unless listed in ``allow_missing``).
-    activate    TMotor origins at the pinned pose, EPOS4 NMT start + enable, Dynamixel torque;
-                cyclic sending holding the current pose.
+                configure the drives (EPOS4 in CSP, ready to switch on), set the TMotor
+                origins at the pinned pose (the first configure that succeeds only); no
+                torque. A missing motor fails the transition and is named in /hardware/status
+                (unless listed in ``allow_missing``).
+    activate    EPOS4 enable, Dynamixel torque (a few ms); cyclic sending holding the current
+                pose.
     deactivate  stop motion, drives disabled (torque off); buses stay open.
     cleanup     stop the bus-loop process, close the buses.
 The node configures itself at start-up (``configure_on_start``) so /hardware/status shows the
@@ -60,6 +62,7 @@ import math
 import threading
 import time
 from concurrent import futures
+from functools import partial
 from pathlib import Path
 
 from lifecycle_msgs.srv import GetState
@@ -114,6 +117,7 @@ class HardwareNode(LifecycleNode):
         self._clock_bridge = convert.ClockBridge()
         self._client: BusLoopClient | None = None
         self._lifecycle = 'unconfigured'
+        self._origins_set = False   # see on_configure
         self._published_state = 'unconfigured'
         self._node_faults: list[Fault] = []
         self._missing: tuple[str, ...] = ()  # from a failed discovery, once the loop is gone
@@ -240,10 +244,16 @@ class HardwareNode(LifecycleNode):
         report = self._client.realtime_report or {}
         if not report.get('realtime', False):
             self.get_logger().warning(f'bus loop is NOT real-time: {report}')
-        outcome = self._run_transition('configure', self._client.configure, 'inactive')
+        # The TMotor origins are set at the first configure that succeeds (the pins are in):
+        # a later one (after a dead bus loop) keeps them, the arms may have moved since.
+        outcome = self._run_transition(
+            'configure', partial(self._client.configure, zero_origins=not self._origins_set),
+            'inactive')
         if outcome is not TransitionCallbackReturn.SUCCESS:
             self._stop_client()
-        elif self._log_dir:
+            return outcome
+        self._origins_set = True
+        if self._log_dir:
             self._motor_log = MotorCsvLog(Path(self._log_dir) / 'motors.csv')
             self._tick_log = TickCsvLog(Path(self._log_dir) / 'ticks.csv')
         return outcome
@@ -261,6 +271,7 @@ class HardwareNode(LifecycleNode):
     def on_cleanup(self, state) -> TransitionCallbackReturn:
         self._stop_client()
         self._lifecycle = 'unconfigured'
+        self._origins_set = False   # see on_configure
         self._publish_status(True)
         return TransitionCallbackReturn.SUCCESS
 
@@ -273,6 +284,7 @@ class HardwareNode(LifecycleNode):
     def on_error(self, state) -> TransitionCallbackReturn:
         self._stop_client()
         self._lifecycle = 'unconfigured'
+        self._origins_set = False   # see on_configure
         self._publish_status(True)
         return TransitionCallbackReturn.SUCCESS
 

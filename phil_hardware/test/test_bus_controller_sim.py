@@ -12,6 +12,8 @@ from test_bus_rig import make_rig
 from phil_description.core import default_robot_model
 from phil_hardware.core.bus_controller import Lifecycle, MotorMissingError
 from phil_hardware.core.chunk_queue import ControlMode, TrajectoryChunk
+from phil_hardware.core.codecs import epos4 as epos4_codec
+from phil_hardware.core.codecs import tmotor as tmotor_codec
 from phil_hardware.core.codecs.frame import CanFrame
 from phil_hardware.core.safety import FaultCode, SafetyConfig
 
@@ -55,7 +57,7 @@ def test_discovers_all_13_configures_activates_and_follows_a_trajectory(active, 
     ctl = active.controller
     assert ctl.missing == [] and all(ctl.present)
     assert ctl.lifecycle == Lifecycle.ACTIVE
-    # Activation zeroed the TMotors at the pinned pose ('init') and holds it.
+    # Configure zeroed the TMotors at the pinned pose ('init'); activation holds it.
     assert np.allclose(ctl.measured.position_rad, model.poses['init'], atol=0.5 * DEG)
     goal = model.poses['ready']
     assert ctl.push_chunk(move_chunk(ctl, goal, 1.0)) is None
@@ -68,6 +70,30 @@ def test_discovers_all_13_configures_activates_and_follows_a_trajectory(active, 
     can3 = active.seen['can3']
     assert CanFrame(0x080, b'') in can3 and any(f.arbitration_id == 0x307 for f in can3)
     assert any(f.arbitration_id == 0x304 and f.is_extended_id for f in active.seen['can1'])
+
+
+def test_a_drive_reset_during_standby_is_brought_back_and_enabled_at_activation(rig):
+    ctl = rig.controller
+    ctl.configure()
+    wrist = next(d for d in ctl.epos.drives if ctl.config.joints[d.index].name == 'right_wrist')
+    # Disable voltage (controlword 0): "switch on disabled", as after a drive reset.
+    ctl.send(wrist.bus, epos4_codec.encode_controlword(wrist.node_id, 0))
+    ctl.send(wrist.bus, epos4_codec.encode_sync())
+    rig.clock.sleep(0.01)
+    ctl.activate()
+    assert ctl.lifecycle == Lifecycle.ACTIVE and wrist.enabled
+    assert epos4_codec.cia402_state(ctl.measured.statusword[wrist.index]) == \
+        epos4_codec.Cia402State.OPERATION_ENABLED
+
+
+@pytest.mark.parametrize('zero_origins', [True, False])
+def test_configure_sets_the_tmotor_origins_only_when_asked(rig, zero_origins):
+    ctl = rig.controller
+    ctl.configure(zero_origins=zero_origins)
+    rig.collect()
+    origins = {tmotor_codec.encode_set_origin(m.node_id) for m in ctl.tmotors.motors}
+    sent = {frame for frames in rig.seen.values() for frame in frames}
+    assert (origins <= sent) if zero_origins else not (origins & sent)
 
 
 def test_missing_motors_are_named_and_an_allowed_subset_is_excluded(model):

@@ -138,7 +138,8 @@ class TcpServer:
 
     def bind(self) -> tuple[str, int]:
         """Take the address without listening yet (a client that connects is refused, as by
-        a port nobody has): a port in use fails here, at start-up.
+        a port nobody has): a port a server listens on fails here, at start-up (one only
+        bound by another process, which SO_REUSEADDR allows, fails at :meth:`start`).
 
         Returns:
             The bound (host, port).
@@ -178,7 +179,11 @@ class TcpServer:
             raise RuntimeError('TcpServer already started')
         self.bind()
         sock, self._socket = self._socket, None
-        sock.listen(self._config.backlog)
+        try:
+            sock.listen(self._config.backlog)
+        except OSError:
+            sock.close()
+            raise
         ready = threading.Event()
         failure: list[BaseException] = []
         self._thread = threading.Thread(target=self._run, args=(sock, ready, failure),

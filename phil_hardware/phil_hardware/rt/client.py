@@ -239,12 +239,13 @@ class BusLoopClient:
 
     # -- commands (non-blocking) -----------------------------------------------------------
 
-    def configure(self) -> Future:
-        """Open buses, discover motors, configure drives (no torque)."""
-        return self._command('configure')
+    def configure(self, zero_origins: bool = True) -> Future:
+        """Open buses, discover motors, configure drives (no torque); with ``zero_origins``
+        the TMotor origins are set at the (pinned) pose the robot is in."""
+        return self._command('configure', zero_origins)
 
     def activate(self) -> Future:
-        """Zero origins at the pinned pose, enable drives, hold the current pose."""
+        """Enable drives and servos, hold the current pose."""
         return self._command('activate')
 
     def deactivate(self) -> Future:

@@ -344,7 +344,7 @@ class BusLoop:
             reason = ctl.push_chunk(payload)
             return reason is None, reason or 'queued', ctl.queue.queued
         if name == 'configure':
-            ctl.configure()
+            ctl.configure(zero_origins=payload is None or bool(payload))
             return True, f'configured; missing: {", ".join(ctl.missing) or "none"}', ctl.missing
         if name == 'activate':
             ctl.activate()

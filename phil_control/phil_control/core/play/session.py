@@ -169,8 +169,9 @@ class PlaySession:
             raise RuntimeError('PlaySession.check needs the joint_table')
         source = self._source(score, start_bar)
         if source.score.events:
+            # The waist chooser only caches: sharing it warms it for the real play.
             dry = Playback(self.robot, source, 0.0, current_positions_rad, speed, False,
-                           WaistChooser(self.robot),
+                           self._chooser,
                            self.wrist_torque, self.motion_lead_s, self.pedal_lead_s,
                            self.play_list)
             check_feasible(dry, source, self.joint_table)

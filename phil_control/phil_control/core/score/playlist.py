@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -86,16 +86,20 @@ class PlayList:
         root: The folder every score must lie in (resolved); default the play list's folder.
         problems: What is wrong with each bad entry (file, line, problem), by play id (or by
             ``line N`` where the id could not be read); these ids are refused.
+        labels: How a refusal lists a bad entry whose id comes from text that did not parse
+            (``line N``: the file may not be a play list, its text is not repeated).
     """
 
     source: Path
     entries: Mapping[str, PlayListEntry]
     root: Path | None = None
     problems: Mapping[str, str] = field(default_factory=dict)
+    labels: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, 'entries', MappingProxyType(dict(self.entries)))
         object.__setattr__(self, 'problems', MappingProxyType(dict(self.problems)))
+        object.__setattr__(self, 'labels', MappingProxyType(dict(self.labels)))
         root = self.root if self.root is not None else Path(self.source).parent
         object.__setattr__(self, 'root', Path(root).resolve())
 
@@ -128,7 +132,8 @@ class PlayList:
         else:
             problem = f'unknown play id {quote(text)}'
         known = ', '.join(self.entries) or '(none)'
-        bad = f'; refused (bad entries): {", ".join(self.problems)}' if self.problems else ''
+        bad = ', '.join(self.labels.get(key, key) for key in self.problems)
+        bad = f'; refused (bad entries): {bad}' if bad else ''
         raise PlayListError(f'{self.source}: {problem}; known ids: {known}{bad}')
 
     def inside(self, path: str | Path) -> Path:
@@ -197,7 +202,7 @@ class PlayListFile:
         self._stamp = stamp
         try:
             self.play_list, self.error = self._loader(self.path), ''
-        except (PlayListError, OSError, UnicodeDecodeError) as error:
+        except Exception as error:  # anything a user's file makes the reader raise
             self.play_list, self.error = None, f'play list unusable: {error}'
         return True
 
@@ -254,15 +259,17 @@ def load_play_list(path: str | Path, *, require_scores: bool = True) -> PlayList
         document = yaml.safe_load(text)
         lines = _key_lines(text)
         problems: dict[str, str] = {}
+        labels: dict[str, str] = {}
     except yaml.YAMLError as error:
-        document, lines, problems = _load_entry_by_entry(path, text, error)
+        document, lines, problems, labels = _load_entry_by_entry(path, text, error)
     base = path.resolve().parent
 
     def resolve_score(play_id: str, score: str) -> Path:
         return _confined(_where(path, play_id, lines), base, score)
 
-    return _build_play_list(path, document, _PROJECT_KEYS, resolve_score, require_scores, base,
-                            lines, problems)
+    play_list = _build_play_list(path, document, _PROJECT_KEYS, resolve_score, require_scores,
+                                 base, lines, problems)
+    return replace(play_list, labels=labels) if labels else play_list
 
 
 def _key_lines(text: str) -> dict[str, int]:
@@ -275,10 +282,11 @@ def _key_lines(text: str) -> dict[str, int]:
 
 
 def _load_entry_by_entry(path: Path, text: str, error: yaml.YAMLError
-                         ) -> tuple[dict, dict[str, int], dict[str, str]]:
+                         ) -> tuple[dict, dict[str, int], dict[str, str], dict[str, str]]:
     """After a YAML syntax error: each top-level entry (from a line that starts at column 0
-    up to the next) parsed on its own; the ones with the error become problems, named by
-    their line (their text is not quoted: the file may not be a play list at all)."""
+    up to the next) parsed on its own; the ones with the error become problems, kept under
+    the text before their first ':' (what a PLAY of them names) but labelled and described
+    by their line only (their text is not repeated: the file may not be a play list)."""
     rows = text.splitlines(keepends=True)
     starts = [number for number, row in enumerate(rows)
               if row[:1] not in ('', ' ', '\t', '#', '\n', '\r')
@@ -288,6 +296,7 @@ def _load_entry_by_entry(path: Path, text: str, error: yaml.YAMLError
     document: dict = {}
     lines: dict[str, int] = {}
     problems: dict[str, str] = {}
+    labels: dict[str, str] = {}
     for first, end in zip(starts, [*starts[1:], len(rows)], strict=True):
         block = ''.join(rows[first:end])
         play_id = block.split(':', 1)[0].strip().strip('\'"') or f'line {first + 1}'
@@ -296,14 +305,16 @@ def _load_entry_by_entry(path: Path, text: str, error: yaml.YAMLError
         except yaml.YAMLError as block_error:
             problems[play_id] = (f'{path}, line {first + 1}: the entry there is not valid YAML'
                                  f'{_yaml_problem(block_error, first)}')
+            labels[play_id] = f'line {first + 1}'
             continue
         if not isinstance(part, dict) or len(part) != 1:
             problems[play_id] = f'{path}, line {first + 1}: expected one "id: entry" here'
+            labels[play_id] = f'line {first + 1}'
             continue
         key = next(iter(part))
         document[key] = part[key]
         lines[str(key)] = first + 1
-    return document, lines, problems
+    return document, lines, problems, labels
 
 
 def _where(path: Path, play_id: str, lines: Mapping[str, int]) -> str:

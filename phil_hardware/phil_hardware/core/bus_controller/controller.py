@@ -96,12 +96,13 @@ class BusController(FeedbackReceiver):
 
     # -- lifecycle (sequences live in .sequences) -------------------------------------------
 
-    def configure(self) -> None:
-        """Open buses, discover motors, configure drives (no torque). Blocks up to ~1-2 s."""
-        sequences.configure(self)
+    def configure(self, zero_origins: bool = True) -> None:
+        """Open buses, discover motors, configure drives (no torque), and with
+        ``zero_origins`` set the TMotor origins at the pose the robot is in. Blocks ~1-2 s."""
+        sequences.configure(self, zero_origins)
 
     def activate(self) -> None:
-        """Zero TMotor origins, enable drives and servos, start holding. Blocks ~0.5-1 s."""
+        """Enable drives and servos, start holding. Blocks a few ms."""
         sequences.activate(self)
 
     def deactivate(self) -> None:

@@ -5,7 +5,8 @@ configure (before STANDBY, as upstream does it at program start): open buses, di
 the EPOS4 SDO list, TMotor SET_ORIGIN (temporary) at the pinned pose, EPOS4 CSP mode, NMT start
 and Shutdown (PDOs flow, power stage off).
 activate (START): EPOS4 target = measured, Enable Operation with SYNCs until every drive
-reports it, Dynamixel torque on, then hold the measured pose. Nothing in it waits for more
+reports it (a drive found outside "ready to switch on" gets NMT start and Shutdown first),
+Dynamixel torque on, then hold the measured pose. Nothing in it waits for more
 than one reply per device, so START's home motion follows within milliseconds.
 deactivate: TMotor SET_RPM 0, EPOS4 Shutdown + SYNC, Dynamixel torque off.
 
@@ -21,7 +22,12 @@ from typing import TYPE_CHECKING
 
 from phil_hardware.core.codecs import epos4 as codec
 from phil_hardware.core.codecs import tmotor as tmotor_codec
-from phil_hardware.core.codecs.epos4 import Controlword, ModeOfOperation, SdoService
+from phil_hardware.core.codecs.epos4 import (
+    Cia402State,
+    Controlword,
+    ModeOfOperation,
+    SdoService,
+)
 from phil_hardware.core.codecs.frame import CanFrame, CodecError
 
 from .base import ControllerError, MotorMissingError, Transports
@@ -94,8 +100,10 @@ def wait(ctl: BusController, seconds: float, until: Callable[[], bool] | None = 
         clock.sleep(min(POLL_INTERVAL_S, end - now))
 
 
-def configure(ctl: BusController) -> None:
-    """UNCONFIGURED -> INACTIVE (see module doc). On failure the buses are closed again."""
+def configure(ctl: BusController, zero_origins: bool = True) -> None:
+    """UNCONFIGURED -> INACTIVE (see module doc); ``zero_origins``: False keeps the TMotors'
+    origins (a configure after the first, when the arms may have moved since the pins came
+    out). On failure the buses are closed again."""
     if ctl.lifecycle != Lifecycle.UNCONFIGURED:
         raise _error(f'configure needs state unconfigured, not {ctl.lifecycle.value}')
     ctl.lifecycle = Lifecycle.CONFIGURING
@@ -108,7 +116,7 @@ def configure(ctl: BusController) -> None:
         ctl.build_dispatch()
         _discover(ctl)
         ctl.set_cyclic_members()
-        _configure_drives(ctl)
+        _configure_drives(ctl, zero_origins)
         ctl.lifecycle = Lifecycle.INACTIVE
     except BaseException as error:
         ctl.transports.close()
@@ -185,11 +193,12 @@ def sdo_write_all(ctl: BusController, drives: Sequence[Epos4Drive], index: int, 
             raise _error(f'{who}: unexpected reply to {what}: {reply}')
 
 
-def _configure_drives(ctl: BusController) -> None:
+def _configure_drives(ctl: BusController, zero_origins: bool) -> None:
     drives = present_drives(ctl)
     for index, subindex, value, size in CONFIGURE_SDOS if drives else ():
         sdo_write_all(ctl, drives, index, subindex, int(value), size)
-    _zero_tmotors(ctl)
+    if zero_origins:
+        _zero_tmotors(ctl)
     if not drives:
         return
     # Upstream enabled in HMM, then switched to CSP; homing never started (method 37, no
@@ -205,8 +214,10 @@ def _configure_drives(ctl: BusController) -> None:
 
 def _zero_tmotors(ctl: BusController) -> None:
     """SET_ORIGIN (temporary) on every TMotor: the pinned power-on pose becomes the joints'
-    initial angles. Done once here, not at every activation: an activation after ESTOP or a
-    fault happens wherever the arms are, and a zero set there would be wrong."""
+    initial angles. Done at the hardware node's first configure only, not at every
+    activation or configure: those after ESTOP, a fault or a restarted bus loop happen
+    wherever the arms are, and a zero set there would be wrong (the motors keep the origin
+    until they are powered off)."""
     timing = ctl.config.timing
     measured = ctl.measured
     tmotors = [m for m in ctl.tmotors.motors if ctl.present[m.index]]
@@ -257,6 +268,7 @@ def _activate(ctl: BusController) -> None:
     timing = ctl.config.timing
     measured = ctl.measured
     drives = present_drives(ctl)
+    _make_ready(ctl, drives)
     stale = [d for d in drives if d.mode != ModeOfOperation.CYCLIC_SYNC_POSITION]
     if stale:  # left in CST by the wrists when the last activation ended
         sdo_write_all(ctl, stale, codec.ObjectIndex.MODES_OF_OPERATION, 0,
@@ -292,6 +304,42 @@ def _activate(ctl: BusController) -> None:
     ctl.queue.hold(measured.position_rad, [0] * measured.count)
     ctl.holding = False
     ctl.lifecycle = Lifecycle.ACTIVE
+
+
+_READY = (Cia402State.READY_TO_SWITCH_ON, Cia402State.SWITCHED_ON, Cia402State.OPERATION_ENABLED)
+
+
+def _make_ready(ctl: BusController, drives: Sequence[Epos4Drive]) -> None:
+    """A fresh statusword from every drive (one SYNC round trip); one not waiting in "ready to
+    switch on" (configure's Shutdown was lost, or the drive was reset meanwhile: power,
+    communication, STO) gets NMT start and Shutdown again, as upstream sent at every start."""
+    if not drives:
+        return
+    timing = ctl.config.timing
+    measured = ctl.measured
+    mark = ctl.clock.now()
+    buses = ctl.epos.buses(drives)
+    if not wait(ctl, timing.enable_timeout_s,
+                lambda: all(measured.last_feedback_s[d.index] > mark for d in drives),
+                sync_buses=buses):
+        silent = [describe_motor(ctl, d.index) for d in drives
+                  if not measured.last_feedback_s[d.index] > mark]
+        raise _error(f'no status from {", ".join(silent)}')
+
+    def state(drive: Epos4Drive) -> Cia402State:
+        return codec.cia402_state(measured.statusword[drive.index])
+
+    behind = [d for d in drives if state(d) not in _READY]
+    if not behind:
+        return
+    for drive in behind:
+        ctl.send(drive.bus, nmt_start(drive.node_id))
+    _send_controlword_all(ctl, behind, Controlword.SHUTDOWN)
+    if not wait(ctl, timing.enable_timeout_s, lambda: all(state(d) in _READY for d in behind),
+                sync_buses=ctl.epos.buses(behind)):
+        raise _error('drive(s) not ready to switch on: ' + '; '.join(
+            f'{describe_motor(ctl, d.index)} is {state(d).value.lower()}'
+            for d in behind if state(d) not in _READY))
 
 
 def _dxl_write_confirmed(ctl: BusController, bus: str, packet: bytes, servo, what: str) -> None:
