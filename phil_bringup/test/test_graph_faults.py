@@ -149,3 +149,29 @@ def test_estop_latches_with_each_node_of_the_motion_path_stopped(graph):
                         not view.snapshot().faults, 30.0), (robot.text(), view.snapshot())
     assert robot.line('QUIT') == 'OK|QUIT'
     assert robot.wait_exit(90.0) == 0, robot.text()
+
+
+def test_the_port_opens_for_estop_and_quit_when_the_planner_dies_before_standby(tmp_path):
+    """The planner dies in its start-up, before its first status (held there: the score
+    player it must reach is killed, so it keeps asking for up to 10 s): the TCP bridge opens
+    its port all the same, GET_STATUS says the hardware's state, ESTOP latches, QUIT ends the
+    graph."""
+    robot = RunningGraph(tmp_path).launch()
+    try:
+        assert robot.wait_for_output('as tcp_bridge (pid', 60.0), robot.text()
+        os.kill(robot.pid_of('score_player'), signal.SIGKILL)
+        generator_log = robot.log_dir / 'trajectory_generator.log'
+        # The planner's first probe goal: it spins (and beats) and waits for the score player.
+        assert wait_until(lambda: generator_log.exists() and 'Move goal rejected' in
+                          generator_log.read_text(), 60.0), robot.text()
+        time.sleep(5.0)   # its heartbeats reach the bridge; its probes go on for 10 s
+        os.kill(robot.pid_of('behavior_planner'), signal.SIGKILL)
+        view = robot.bus_loop()
+        assert wait_until(lambda: robot.try_connect(), 30.0), robot.text()
+        assert robot.status()[:2] == ['STATUS', 'FAULT'], robot.status()
+        assert robot.line('ESTOP').startswith('OK|ESTOP')
+        assert view.wait(lambda s: s.estop, 10.0) is not None
+        assert robot.line('QUIT').startswith('OK|QUIT')
+        assert robot.wait_exit(60.0) == 1, robot.text()
+    finally:
+        robot.stop()

@@ -130,6 +130,14 @@ class RunningGraph:
         if self.brain is None:
             self.brain = BrainConnection(self.tcp_port, timeout_s=0.0)
 
+    def try_connect(self) -> bool:
+        """Connect (acknowledged mode) unless connected; False while the port is closed."""
+        try:
+            self._connect()
+        except OSError:
+            return False
+        return True
+
     def reconnect(self) -> None:
         """A new brain connection (the last one was closed or evicted)."""
         if self.brain is not None:
