@@ -18,6 +18,7 @@ bench: setup
 
 lint: setup
 	@.venv/bin/ruff check .
+	@.venv/bin/ruff format --check .
 
 clean:
 	rm -rf build install log .stamps

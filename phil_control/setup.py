@@ -18,8 +18,10 @@ setup(
         (f'share/{PACKAGE}/launch', glob('launch/*.py')),
         # The project's scores (kept at the repository root) and their play list.
         (f'share/{PACKAGE}/scores', glob('../scores/*.yaml')),
-        *[(f'share/{PACKAGE}/scores/{Path(folder).name}', glob(f'{folder}/*.txt'))
-          for folder in sorted(glob('../scores/*/'))],
+        *[
+            (f'share/{PACKAGE}/scores/{Path(folder).name}', glob(f'{folder}/*.txt'))
+            for folder in sorted(glob('../scores/*/'))
+        ],
     ],
     install_requires=['setuptools'],
     tests_require=['pytest'],

@@ -36,8 +36,10 @@ def summarise(build_dir: Path) -> int:
                 counts['passed'] += 1
         for key in totals:
             totals[key] += counts[key]
-        print(f'{package:<20}{counts["passed"]:>8}{counts["failed"]:>8}{counts["skipped"]:>9}'
-              f'{seconds:>9.1f}')
+        print(
+            f'{package:<20}{counts["passed"]:>8}{counts["failed"]:>8}{counts["skipped"]:>9}'
+            f'{seconds:>9.1f}'
+        )
     if failures:
         print('\nfailed:')
         print('\n'.join(failures))

@@ -33,8 +33,7 @@ def wrist_targets_after(capture: FrameCapture, start_index: int, node_id: int, g
     for index in range(start_index, len(capture.frames)):
         received_s, arbitration_id, data, extended = capture.frames[index]
         if not extended and arbitration_id == 0x300 + node_id:
-            command = epos4.decode_rpdo(CanFrame(arbitration_id, data, extended),
-                                        gear_ratio=gear)
+            command = epos4.decode_rpdo(CanFrame(arbitration_id, data, extended), gear_ratio=gear)
             yield received_s, command.position_rad
 
 
@@ -43,8 +42,9 @@ def last_wrist_target(capture: FrameCapture, end_index: int, node_id: int, gear:
     for index in range(end_index - 1, -1, -1):
         _, arbitration_id, data, extended = capture.frames[index]
         if not extended and arbitration_id == 0x300 + node_id:
-            return epos4.decode_rpdo(CanFrame(arbitration_id, data, extended),
-                                     gear_ratio=gear).position_rad
+            return epos4.decode_rpdo(
+                CanFrame(arbitration_id, data, extended), gear_ratio=gear
+            ).position_rad
     return None
 
 
@@ -78,8 +78,9 @@ def main() -> None:
                 deadline = sent_s + 2.0
                 first = None
                 while first is None and time.monotonic() < deadline:
-                    for received_s, position in wrist_targets_after(capture, mark, motor.device_id,
-                                                                    motor.gear_ratio):
+                    for received_s, position in wrist_targets_after(
+                        capture, mark, motor.device_id, motor.gear_ratio
+                    ):
                         if held is not None and abs(position - held) > resolution_rad:
                             first = received_s
                             break
@@ -93,11 +94,19 @@ def main() -> None:
             capture.close()
             graph.stop()
     p50_ms, p99_ms = percentiles(np.asarray(latencies_ms), (50.0, 99.0))
-    print(json.dumps({
-        'benchmark': 'tcp_command_to_first_frame', 'commands': args.count,
-        'measured': len(latencies_ms), 'p50_ms': round(p50_ms, 2),
-        'p99_ms': round(p99_ms, 2), 'max_ms': round(max(latencies_ms), 2),
-        'goal_p99_ms': 20.0}))
+    print(
+        json.dumps(
+            {
+                'benchmark': 'tcp_command_to_first_frame',
+                'commands': args.count,
+                'measured': len(latencies_ms),
+                'p50_ms': round(p50_ms, 2),
+                'p99_ms': round(p99_ms, 2),
+                'max_ms': round(max(latencies_ms), 2),
+                'goal_p99_ms': 20.0,
+            }
+        )
+    )
 
 
 if __name__ == '__main__':

@@ -43,8 +43,12 @@ def commanded_motion(robot: PlayRobot, play_list, play_id: str):
         first = getattr(chunks[0], field)[:1]
         return np.concatenate([first] + [getattr(chunk, field)[1:] for chunk in chunks])
 
-    return (joined('times_s'), joined('positions_rad'), joined('velocities_rad_s'),
-            session.commanded_hits)
+    return (
+        joined('times_s'),
+        joined('positions_rad'),
+        joined('velocities_rad_s'),
+        session.commanded_hits,
+    )
 
 
 def main() -> None:
@@ -55,20 +59,27 @@ def main() -> None:
     for play_id in play_list.entries:
         times, positions, velocities, hits = commanded_motion(robot, play_list, play_id)
         grid = np.arange(times[0], times[-1], SAMPLE_S)
-        impacts = ImpactDetector(model).feed(grid, sample_hermite(times, positions, velocities,
-                                                                  grid))
-        parts = ([hit.instrument for hit in hits], [hit.command_time_s for hit in hits],
-                 [impact.instrument for impact in impacts], [impact.time_s for impact in impacts])
+        impacts = ImpactDetector(model).feed(
+            grid, sample_hermite(times, positions, velocities, grid)
+        )
+        parts = (
+            [hit.instrument for hit in hits],
+            [hit.command_time_s for hit in hits],
+            [impact.instrument for impact in impacts],
+            [impact.time_s for impact in impacts],
+        )
         report = hit_timing(parts[0], np.array(parts[1]), parts[2], np.array(parts[3]))
-        print(json.dumps({'bench': 'commanded_strikes', 'score': play_id, **report.in_ms(3)}),
-              flush=True)
+        print(
+            json.dumps({'bench': 'commanded_strikes', 'score': play_id, **report.in_ms(3)}),
+            flush=True,
+        )
         offset = (max(every[1]) + 60.0) if every[1] else 0.0  # plays one after another
-        for bucket, values, shift in zip(every, parts, (None, offset, None, offset),
-                                         strict=True):
+        for bucket, values, shift in zip(every, parts, (None, offset, None, offset), strict=True):
             bucket.extend(values if shift is None else [value + shift for value in values])
     report = hit_timing(every[0], np.array(every[1]), every[2], np.array(every[3]))
-    print(json.dumps({'bench': 'commanded_strikes', 'score': 'all', **report.in_ms(3)}),
-          flush=True)
+    print(
+        json.dumps({'bench': 'commanded_strikes', 'score': 'all', **report.in_ms(3)}), flush=True
+    )
 
 
 if __name__ == '__main__':

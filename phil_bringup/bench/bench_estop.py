@@ -37,9 +37,14 @@ from phil_hardware.rt.tick_stats import percentiles
 
 GOAL_P99_MS = 20.0
 STEAL_ACCOUNTING_S = 0.02
-MEASURE_RT_PRIORITY = 35   # above the TCP bridge (25), below the bus loop (40)
-STOPPABLE = ('score_player', 'trajectory_generator', 'behavior_planner', 'hardware',
-             'description_publisher')
+MEASURE_RT_PRIORITY = 35  # above the TCP bridge (25), below the bus loop (40)
+STOPPABLE = (
+    'score_player',
+    'trajectory_generator',
+    'behavior_planner',
+    'hardware',
+    'description_publisher',
+)
 # Killed in this order; the hardware last: without it there is nothing left to latch.
 KILLABLE = ('description_publisher', 'score_player', 'trajectory_generator', 'behavior_planner')
 MOTION_PATH = ('score_player', 'trajectory_generator', 'behavior_planner', 'hardware')
@@ -48,8 +53,12 @@ MOTION_PATH = ('score_player', 'trajectory_generator', 'behavior_planner', 'hard
 def quantiles(samples_ms: list[float]) -> dict:
     """Count, p50, p99 (numpy's linear interpolation) and max, in ms."""
     p50, p99 = percentiles(np.asarray(samples_ms), (50.0, 99.0))
-    return {'count': len(samples_ms), 'p50_ms': round(p50, 2), 'p99_ms': round(p99, 2),
-            'max_ms': round(max(samples_ms), 2)}
+    return {
+        'count': len(samples_ms),
+        'p50_ms': round(p50, 2),
+        'p99_ms': round(p99, 2),
+        'max_ms': round(max(samples_ms), 2),
+    }
 
 
 def measure_estops(graph: RunningGraph, view: BusLoopView, count: int) -> dict:
@@ -81,9 +90,11 @@ def measure_estops(graph: RunningGraph, view: BusLoopView, count: int) -> dict:
     figures = {**quantiles(samples), 'steal_ms': steal_during(steal_before)}
     if unstolen:
         without = quantiles(unstolen)
-        figures.update(samples_without_steal=without['count'],
-                       p99_ms_without_steal=without['p99_ms'],
-                       max_ms_without_steal=without['max_ms'])
+        figures.update(
+            samples_without_steal=without['count'],
+            p99_ms_without_steal=without['p99_ms'],
+            max_ms_without_steal=without['max_ms'],
+        )
     return figures
 
 
@@ -135,7 +146,8 @@ def main() -> None:
             graph.wait_state('PLAYING', 10.0)
             time.sleep(8.0)  # DRUM START and a few bars: the first ESTOP comes mid-song
             conditions: list[tuple[str, dict]] = [
-                ('healthy', measure_estops(graph, view, args.count))]
+                ('healthy', measure_estops(graph, view, args.count))
+            ]
             fault_s: dict[str, float | None] = {}
             for node in STOPPABLE:
                 pid = graph.pid_of(node)
@@ -143,18 +155,21 @@ def main() -> None:
                 os.kill(pid, signal.SIGSTOP)
                 try:
                     if node in MOTION_PATH:
-                        words = 'hardware node is stopped' if node == 'hardware' else \
-                            f'{node} is stopped'
+                        words = (
+                            'hardware node is stopped'
+                            if node == 'hardware'
+                            else f'{node} is stopped'
+                        )
                         fault_s[f'stopped:{node}'] = fault_latched_after(view, words, stopped_s)
-                    conditions.append((f'stopped:{node}',
-                                       measure_estops(graph, view, args.count)))
+                    conditions.append((f'stopped:{node}', measure_estops(graph, view, args.count)))
                 finally:
                     os.kill(pid, signal.SIGCONT)
-                time.sleep(1.0)   # heartbeats are back
+                time.sleep(1.0)  # heartbeats are back
             flood = Flood(graph.tcp_port)
             try:
-                conditions.append(('busy:planner_flooded',
-                                   measure_estops(graph, view, args.count)))
+                conditions.append(
+                    ('busy:planner_flooded', measure_estops(graph, view, args.count))
+                )
             finally:
                 flood.close()
             for node in KILLABLE:
@@ -164,18 +179,35 @@ def main() -> None:
                     fault_s[f'dead:{node}'] = fault_latched_after(view, f'{node} died', killed_s)
                 conditions.append((f'dead:{node}', measure_estops(graph, view, args.count)))
             for name, figures in conditions:
-                lines.append({'benchmark': 'tcp_estop_to_bus_loop_latch', 'condition': name,
-                              **figures, 'goal_p99_ms': GOAL_P99_MS})
+                lines.append(
+                    {
+                        'benchmark': 'tcp_estop_to_bus_loop_latch',
+                        'condition': name,
+                        **figures,
+                        'goal_p99_ms': GOAL_P99_MS,
+                    }
+                )
             for name, seconds in fault_s.items():
-                lines.append({'benchmark': 'node_down_to_fault_latched', 'condition': name,
-                              'latency_ms': None if seconds is None else round(seconds * 1e3, 1),
-                              'goal_ms': 500.0})
+                lines.append(
+                    {
+                        'benchmark': 'node_down_to_fault_latched',
+                        'condition': name,
+                        'latency_ms': None if seconds is None else round(seconds * 1e3, 1),
+                        'goal_ms': 500.0,
+                    }
+                )
             quit_s = time.monotonic()
             graph.line('QUIT')
             code = graph.wait_exit(60.0)
-            lines.append({'benchmark': 'quit_after_crash_to_exit',
-                          'killed': list(KILLABLE), 'seconds': round(time.monotonic() - quit_s, 2),
-                          'exit_code': code, 'goal_s': 15.0})
+            lines.append(
+                {
+                    'benchmark': 'quit_after_crash_to_exit',
+                    'killed': list(KILLABLE),
+                    'seconds': round(time.monotonic() - quit_s, 2),
+                    'exit_code': code,
+                    'goal_s': 15.0,
+                }
+            )
         finally:
             graph.stop()
     for line in lines:

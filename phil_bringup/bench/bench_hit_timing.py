@@ -54,9 +54,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--scores', default='', help='comma-separated play-list ids (all)')
     parser.add_argument('--speed', type=float, default=1.0)
-    parser.add_argument('--keep-logs', type=Path, default=None, metavar='DIR',
-                        help='run the graph in DIR and keep its logs (hits.csv, impacts.jsonl, '
-                             'motors.csv, ...) for `phil plot`')
+    parser.add_argument(
+        '--keep-logs',
+        type=Path,
+        default=None,
+        metavar='DIR',
+        help='run the graph in DIR and keep its logs (hits.csv, impacts.jsonl, '
+        'motors.csv, ...) for `phil plot`',
+    )
     args = parser.parse_args()
     play_list = load_play_list(default_play_list())
     ids = [name for name in args.scores.split(',') if name] or list(play_list.entries)
@@ -83,25 +88,56 @@ def main() -> int:
         mine = np.array([p == play_id for p in hits.play_id])
         times = hits.command_time_s[mine]
         if not len(times):
-            print(json.dumps({'bench': 'hit_timing', 'score': play_id, 'state': outcomes[play_id],
-                              'error': 'no hits commanded'}))
+            print(
+                json.dumps(
+                    {
+                        'bench': 'hit_timing',
+                        'score': play_id,
+                        'state': outcomes[play_id],
+                        'error': 'no hits commanded',
+                    }
+                )
+            )
             continue
-        near = ((impacts.time_s >= times.min() - SPAN_MARGIN_S)
-                & (impacts.time_s <= times.max() + SPAN_MARGIN_S))
+        near = (impacts.time_s >= times.min() - SPAN_MARGIN_S) & (
+            impacts.time_s <= times.max() + SPAN_MARGIN_S
+        )
         names = [hits.instrument[i] for i in np.nonzero(mine)[0]]
         found = [impacts.instrument[i] for i in np.nonzero(near)[0]]
         every_hit.append((names, times))
         every_impact.append((found, impacts.time_s[near]))
         report = hit_timing(names, times, found, impacts.time_s[near])
-        print(json.dumps({'bench': 'hit_timing', 'score': play_id, 'speed': args.speed,
-                          'state': outcomes[play_id], **report.in_ms()}), flush=True)
+        print(
+            json.dumps(
+                {
+                    'bench': 'hit_timing',
+                    'score': play_id,
+                    'speed': args.speed,
+                    'state': outcomes[play_id],
+                    **report.in_ms(),
+                }
+            ),
+            flush=True,
+        )
     if every_hit:
-        report = hit_timing([n for names, _ in every_hit for n in names],
-                            np.concatenate([t for _, t in every_hit]),
-                            [n for names, _ in every_impact for n in names],
-                            np.concatenate([t for _, t in every_impact]))
-        print(json.dumps({'bench': 'hit_timing', 'score': 'all', 'speed': args.speed,
-                          'scores': len(every_hit), **report.in_ms()}), flush=True)
+        report = hit_timing(
+            [n for names, _ in every_hit for n in names],
+            np.concatenate([t for _, t in every_hit]),
+            [n for names, _ in every_impact for n in names],
+            np.concatenate([t for _, t in every_impact]),
+        )
+        print(
+            json.dumps(
+                {
+                    'bench': 'hit_timing',
+                    'score': 'all',
+                    'speed': args.speed,
+                    'scores': len(every_hit),
+                    **report.in_ms(),
+                }
+            ),
+            flush=True,
+        )
     return 0 if all(state == 'IDLE' for state in outcomes.values()) else 1
 
 

@@ -42,16 +42,18 @@ GOAL_P99_MS = 200.0
 STATE_TIMEOUT_S = 30.0
 
 
-def first_departure_s(capture: FrameCapture, node_id: int, gear: float,
-                      resolution_rad: float, after_s: float) -> float | None:
+def first_departure_s(
+    capture: FrameCapture, node_id: int, gear: float, resolution_rad: float, after_s: float
+) -> float | None:
     """Send time of the first wrist target frame after ``after_s`` that leaves the first one
     sent after it (None: none yet)."""
     held = None
     for sent_s, arbitration_id, data, extended in list(capture.frames):
         if sent_s < after_s or extended or arbitration_id != 0x300 + node_id:
             continue
-        position = epos4.decode_rpdo(CanFrame(arbitration_id, data, extended),
-                                     gear_ratio=gear).position_rad
+        position = epos4.decode_rpdo(
+            CanFrame(arbitration_id, data, extended), gear_ratio=gear
+        ).position_rad
         if held is None:
             held = position
         elif abs(position - held) > resolution_rad:
@@ -76,8 +78,9 @@ class HardwareRequests:
         server has not yet matched this client)."""
         if not self._client.wait_for_service(timeout_sec=timeout_s):
             return None
-        future = self._client.call_async(signed_request(
-            self._key, HardwareRequest.Request(request=name)))
+        future = self._client.call_async(
+            signed_request(self._key, HardwareRequest.Request(request=name))
+        )
         self._executor.spin_until_future_complete(future, timeout_sec=timeout_s)
         return future.result() if future.done() else None
 
@@ -99,8 +102,9 @@ def back_to_standby(client: ReferenceClient, hardware: HardwareRequests) -> bool
     return client.wait_state('STANDBY', STATE_TIMEOUT_S)[1] == 'STANDBY'
 
 
-def one_start(client: ReferenceClient, capture: FrameCapture, motor,
-              resolution_rad: float) -> dict:
+def one_start(
+    client: ReferenceClient, capture: FrameCapture, motor, resolution_rad: float
+) -> dict:
     sent_s = time.monotonic()
     client.send('START')
     client.send('READY')
@@ -108,13 +112,17 @@ def one_start(client: ReferenceClient, capture: FrameCapture, motor,
     moved_s = None
     while moved_s is None and time.monotonic() < deadline:
         time.sleep(0.005)
-        moved_s = first_departure_s(capture, motor.device_id, motor.gear_ratio, resolution_rad,
-                                    sent_s)
+        moved_s = first_departure_s(
+            capture, motor.device_id, motor.gear_ratio, resolution_rad, sent_s
+        )
     idle = client.wait_state('IDLE', STATE_TIMEOUT_S)
     ready_s = time.monotonic() - sent_s if idle[1] == 'IDLE' else None
-    return {'start_to_first_sample_ms': None if moved_s is None else
-            round((moved_s - sent_s) * 1e3, 1),
-            'start_to_ready_done_s': None if ready_s is None else round(ready_s, 2)}
+    return {
+        'start_to_first_sample_ms': None
+        if moved_s is None
+        else round((moved_s - sent_s) * 1e3, 1),
+        'start_to_ready_done_s': None if ready_s is None else round(ready_s, 2),
+    }
 
 
 def one_graph(folder: Path, secret: str, starts: int, motor, resolution_rad: float):
@@ -131,8 +139,10 @@ def one_graph(folder: Path, secret: str, starts: int, motor, resolution_rad: flo
                 if run and not back_to_standby(client, hardware):
                     yield {'error': 'could not get back to STANDBY'}
                     break
-                yield {'fresh_graph': run == 0, **one_start(client, capture, motor,
-                                                             resolution_rad)}
+                yield {
+                    'fresh_graph': run == 0,
+                    **one_start(client, capture, motor, resolution_rad),
+                }
             client.send('QUIT')
             graph.wait_exit(60.0)
         finally:
@@ -155,19 +165,31 @@ def main() -> None:
             starts = min(args.per_graph, args.runs - run)
             for figures in one_graph(Path(folder), secret, starts, motor, resolution_rad):
                 run += 1
-                print(json.dumps({'benchmark': 'start_to_first_sample', 'run': run,
-                                  **figures}), flush=True)
+                print(
+                    json.dumps({'benchmark': 'start_to_first_sample', 'run': run, **figures}),
+                    flush=True,
+                )
                 sample = figures.get('start_to_first_sample_ms')
                 if sample is not None:
                     samples_ms.append(sample)
                     if figures['fresh_graph']:
                         fresh_ms.append(sample)
     p50, p99 = percentiles(np.asarray(samples_ms or [np.nan]), (50.0, 99.0))
-    print(json.dumps({'benchmark': 'start_to_first_sample', 'runs': args.runs,
-                      'measured': len(samples_ms), 'p50_ms': round(p50, 1),
-                      'p99_ms': round(p99, 1), 'max_ms': max(samples_ms, default=None),
-                      'fresh_graph_max_ms': max(fresh_ms, default=None),
-                      'goal_p99_ms': GOAL_P99_MS}), flush=True)
+    print(
+        json.dumps(
+            {
+                'benchmark': 'start_to_first_sample',
+                'runs': args.runs,
+                'measured': len(samples_ms),
+                'p50_ms': round(p50, 1),
+                'p99_ms': round(p99, 1),
+                'max_ms': max(samples_ms, default=None),
+                'fresh_graph_max_ms': max(fresh_ms, default=None),
+                'goal_p99_ms': GOAL_P99_MS,
+            }
+        ),
+        flush=True,
+    )
 
 
 if __name__ == '__main__':

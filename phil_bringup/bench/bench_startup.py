@@ -35,11 +35,29 @@ def main() -> None:
                 code = graph.interrupt(60.0)
             finally:
                 graph.stop()
-        print(json.dumps({'bench': 'startup', 'run': run + 1, 'to_get_status_s':
-                          round(times_s[-1], 2), 'ctrl_c_exit_code': code}), flush=True)
-    print(json.dumps({'bench': 'startup', 'first_s': round(times_s[0], 2),
-                      'warm_median_s': round(statistics.median(times_s[1:] or times_s), 2),
-                      'goal_cold_s': 60.0, 'goal_warm_s': 10.0}), flush=True)
+        print(
+            json.dumps(
+                {
+                    'bench': 'startup',
+                    'run': run + 1,
+                    'to_get_status_s': round(times_s[-1], 2),
+                    'ctrl_c_exit_code': code,
+                }
+            ),
+            flush=True,
+        )
+    print(
+        json.dumps(
+            {
+                'bench': 'startup',
+                'first_s': round(times_s[0], 2),
+                'warm_median_s': round(statistics.median(times_s[1:] or times_s), 2),
+                'goal_cold_s': 60.0,
+                'goal_warm_s': 10.0,
+            }
+        ),
+        flush=True,
+    )
 
 
 if __name__ == '__main__':

@@ -37,8 +37,11 @@ ARGUMENTS = {
     'tcp_port': ('1951', 'Port of the brain TCP server.'),
     'log_dir': ('', 'Run folder for CSV logs (empty: no logs).'),
     'rt_priority': ('40', 'SCHED_FIFO priority of the bus loop (0: normal scheduler).'),
-    'network': ('false', 'DDS on every network interface instead of loopback only: anyone on '
-                         'the network can join the graph (secure it with SROS2).'),
+    'network': (
+        'false',
+        'DDS on every network interface instead of loopback only: anyone on '
+        'the network can join the graph (secure it with SROS2).',
+    ),
 }
 
 
@@ -48,9 +51,10 @@ def dds_setup(context):
     network = LaunchConfiguration('network').perform(context).lower() in ('true', '1')
     profile = f'{FindPackageShare("phil_bringup").perform(context)}/config/{LOOPBACK_PROFILE}'
     scope = dds_scope(getattr(context, 'environment', os.environ), profile, network)
-    actions = [UnsetEnvironmentVariable(name) if value is None
-               else SetEnvironmentVariable(name, value)
-               for name, value in scope.changes.items()]
+    actions = [
+        UnsetEnvironmentVariable(name) if value is None else SetEnvironmentVariable(name, value)
+        for name, value in scope.changes.items()
+    ]
     if scope.warning:
         actions.append(LogInfo(msg=scope.warning))
     return actions
@@ -66,9 +70,13 @@ def launch_setup(context):
             command = [spec.executable, *spec.arguments, '--ros']  # /phil/sim/impacts
             if log_dir:
                 command += ['--impacts-jsonl', f'{log_dir}/impacts.jsonl']
-            actions.append(ExecuteProcess(
-                cmd=[*sched_prefix(spec), 'ros2', 'run', spec.package, *command], name=spec.name,
-                output='screen'))
+            actions.append(
+                ExecuteProcess(
+                    cmd=[*sched_prefix(spec), 'ros2', 'run', spec.package, *command],
+                    name=spec.name,
+                    output='screen',
+                )
+            )
             continue
         parameters = []
         if spec.parameter_file_for(sim):
@@ -87,33 +95,60 @@ def launch_setup(context):
             # robot_state_publisher publishes /robot_description here.
             overrides['publish_robot_description'] = False
         parameters.append(overrides)
-        actions.append(Node(package=spec.package, executable=spec.executable, name=spec.name,
-                            parameters=parameters, arguments=list(spec.arguments),
-                            ros_arguments=['--enclave', enclave_of(spec.name)],
-                            prefix=shlex.join(sched_prefix(spec)) or None, output='screen'))
+        actions.append(
+            Node(
+                package=spec.package,
+                executable=spec.executable,
+                name=spec.name,
+                parameters=parameters,
+                arguments=list(spec.arguments),
+                ros_arguments=['--enclave', enclave_of(spec.name)],
+                prefix=shlex.join(sched_prefix(spec)) or None,
+                output='screen',
+            )
+        )
     return actions
 
 
 def generate_launch_description() -> LaunchDescription:
     description_share = FindPackageShare('phil_description')
     robot_description = ParameterValue(
-        Command(['xacro ', PathJoinSubstitution([description_share, 'urdf', 'phil.urdf.xacro']),
-                 ' sim:=', LaunchConfiguration('sim')]),
-        value_type=str)
-    actions = [DeclareLaunchArgument(name, default_value=default, description=description)
-               for name, (default, description) in ARGUMENTS.items()]
+        Command(
+            [
+                'xacro ',
+                PathJoinSubstitution([description_share, 'urdf', 'phil.urdf.xacro']),
+                ' sim:=',
+                LaunchConfiguration('sim'),
+            ]
+        ),
+        value_type=str,
+    )
+    actions = [
+        DeclareLaunchArgument(name, default_value=default, description=description)
+        for name, (default, description) in ARGUMENTS.items()
+    ]
     actions.append(OpaqueFunction(function=dds_setup))
     # One key for the nodes of this launch, fresh each time unless the user set one (to run
     # further nodes by hand): the graph's own messages are signed with it.
-    actions.append(SetEnvironmentVariable(GRAPH_KEY_ENV,
-                                          os.environ.get(GRAPH_KEY_ENV) or GraphKey.generate()))
-    actions.append(Node(package='robot_state_publisher', executable='robot_state_publisher',
-                        parameters=[{'robot_description': robot_description}],
-                        ros_arguments=['--enclave', enclave_of('robot_state_publisher')]))
+    actions.append(
+        SetEnvironmentVariable(GRAPH_KEY_ENV, os.environ.get(GRAPH_KEY_ENV) or GraphKey.generate())
+    )
+    actions.append(
+        Node(
+            package='robot_state_publisher',
+            executable='robot_state_publisher',
+            parameters=[{'robot_description': robot_description}],
+            ros_arguments=['--enclave', enclave_of('robot_state_publisher')],
+        )
+    )
     actions.append(OpaqueFunction(function=launch_setup))
-    actions.append(Node(package='rviz2', executable='rviz2',
-                        arguments=['-d', PathJoinSubstitution([description_share, 'rviz',
-                                                               'phil.rviz'])],
-                        ros_arguments=['--enclave', enclave_of('rviz')],
-                        condition=IfCondition(LaunchConfiguration('rviz'))))
+    actions.append(
+        Node(
+            package='rviz2',
+            executable='rviz2',
+            arguments=['-d', PathJoinSubstitution([description_share, 'rviz', 'phil.rviz'])],
+            ros_arguments=['--enclave', enclave_of('rviz')],
+            condition=IfCondition(LaunchConfiguration('rviz')),
+        )
+    )
     return LaunchDescription(actions)

@@ -88,6 +88,5 @@ def print_timing(log_dir: Path) -> None:
     except (OSError, runlog.RunLogError) as error:
         print(f'[demo] no timing summary: {error}', file=sys.stderr)
         return
-    report = hit_timing(hits.instrument, hits.command_time_s, impacts.instrument,
-                        impacts.time_s)
+    report = hit_timing(hits.instrument, hits.command_time_s, impacts.instrument, impacts.time_s)
     print(format_timing(report), flush=True)

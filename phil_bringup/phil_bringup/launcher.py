@@ -67,14 +67,20 @@ def _prepare_child(niceness: int, rt_priority: int) -> None:
         try:
             os.setpriority(os.PRIO_PROCESS, 0, niceness)
         except OSError as error:
-            os.write(2, f'phil: niceness {niceness} refused ({error.strerror}); running at '
-                        'normal priority\n'.encode())
+            os.write(
+                2,
+                f'phil: niceness {niceness} refused ({error.strerror}); running at '
+                'normal priority\n'.encode(),
+            )
     if rt_priority:
         try:
             os.sched_setscheduler(0, os.SCHED_RR, os.sched_param(rt_priority))
         except OSError as error:
-            os.write(2, f'phil: SCHED_RR priority {rt_priority} refused ({error.strerror}); '
-                        f'running time-sharing\n'.encode())
+            os.write(
+                2,
+                f'phil: SCHED_RR priority {rt_priority} refused ({error.strerror}); '
+                f'running time-sharing\n'.encode(),
+            )
 
 
 def package_prefix(package: str) -> Path:
@@ -90,8 +96,9 @@ def config_path(file_name: str) -> Path:
     return Path(get_package_share_directory('phil_bringup')) / 'config' / file_name
 
 
-def node_command(spec: NodeSpec, sim: bool, log_dir: Path | None = None,
-                 overrides: dict[str, str] | None = None) -> list[str]:
+def node_command(
+    spec: NodeSpec, sim: bool, log_dir: Path | None = None, overrides: dict[str, str] | None = None
+) -> list[str]:
     """The command line ``ros2 run`` would build for ``spec``; for a plain process the
     ``overrides`` are its ``--option value`` pairs."""
     executable = package_prefix(spec.package) / 'lib' / spec.package / spec.executable
@@ -130,8 +137,13 @@ class Running:
 class Launcher:
     """Start, watch and stop the processes."""
 
-    def __init__(self, specs: list[NodeSpec], sim: bool, log_dir: Path | None,
-                 overrides: dict[str, dict[str, str]] | None = None) -> None:
+    def __init__(
+        self,
+        specs: list[NodeSpec],
+        sim: bool,
+        log_dir: Path | None,
+        overrides: dict[str, dict[str, str]] | None = None,
+    ) -> None:
         self._specs = specs
         self._sim = sim
         self._log_dir = log_dir
@@ -144,23 +156,30 @@ class Launcher:
             self._log_dir.mkdir(parents=True, exist_ok=True)
         for spec in self._specs:
             command = node_command(spec, self._sim, self._log_dir, self._overrides.get(spec.name))
-            process = subprocess.Popen(command, stdout=subprocess.PIPE,
-                                       stderr=subprocess.STDOUT, text=True, bufsize=1,
-                                       start_new_session=True,
-                                       preexec_fn=functools.partial(_prepare_child,
-                                                                    spec.niceness,
-                                                                    spec.rt_priority))
+            process = subprocess.Popen(
+                command,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                bufsize=1,
+                start_new_session=True,
+                preexec_fn=functools.partial(_prepare_child, spec.niceness, spec.rt_priority),
+            )
             running = Running(spec, process)
             # Rotated to <node>.log.1 past 20 MB: a chatty node cannot fill the disk.
             log = CappedTextLog(self._log_dir / f'{spec.name}.log') if self._log_dir else None
             running.pump = threading.Thread(target=self._pump, args=(running, log), daemon=True)
             running.pump.start()
             self._running.append(running)
-            print(f'[phil] started {spec.package}/{spec.executable} as {spec.name} '
-                  f'(pid {process.pid})', flush=True)
+            print(
+                f'[phil] started {spec.package}/{spec.executable} as {spec.name} '
+                f'(pid {process.pid})',
+                flush=True,
+            )
             if not spec.ros_node and not running.ready.wait(SIMULATOR_READY_TIMEOUT_S):
-                raise RuntimeError(f'{spec.name} did not report ready within '
-                                   f'{SIMULATOR_READY_TIMEOUT_S:.0f} s')
+                raise RuntimeError(
+                    f'{spec.name} did not report ready within {SIMULATOR_READY_TIMEOUT_S:.0f} s'
+                )
 
     @staticmethod
     def _pump(running: Running, log: CappedTextLog | None) -> None:
@@ -191,8 +210,9 @@ class Launcher:
         nodes = [r for r in self._running if r.spec.ros_node]
         if not nodes or any(r.process.poll() is None for r in nodes):
             return []
-        return [f'{r.spec.name} (exit code {r.process.poll()})' for r in nodes
-                if r.process.poll() != 0]
+        return [
+            f'{r.spec.name} (exit code {r.process.poll()})' for r in nodes if r.process.poll() != 0
+        ]
 
     def watch(self, timeout_s: float | None = None) -> int:
         """Block until Ctrl-C, QUIT (all ROS nodes done), a process dying or ``timeout_s``;
@@ -202,11 +222,15 @@ class Launcher:
         first_exit_s = None  # when the first node ended on the graph shutdown
         while not self._stopping:
             if time.monotonic() > deadline:
-                print(f'[phil] the nodes did not exit within {timeout_s:.0f} s after QUIT',
-                      file=sys.stderr, flush=True)
+                print(
+                    f'[phil] the nodes did not exit within {timeout_s:.0f} s after QUIT',
+                    file=sys.stderr,
+                    flush=True,
+                )
                 return 1
-            refused = next((r for r in self._running
-                            if r.process.poll() == CONFIG_ERROR_EXIT), None)
+            refused = next(
+                (r for r in self._running if r.process.poll() == CONFIG_ERROR_EXIT), None
+            )
             if refused is not None:
                 self._report_refused_configuration(refused)
                 return CONFIG_ERROR_EXIT
@@ -215,25 +239,34 @@ class Launcher:
                 return 0
             died = self._died_before_quit()
             if died:
-                print(f'[phil] every node has exited; {", ".join(died)} had died before',
-                      file=sys.stderr, flush=True)
+                print(
+                    f'[phil] every node has exited; {", ".join(died)} had died before',
+                    file=sys.stderr,
+                    flush=True,
+                )
                 return 1
             nodes = [r for r in self._running if r.spec.ros_node]
             if first_exit_s is None and any(r.process.poll() == 0 for r in nodes):
                 first_exit_s = time.monotonic()
-            elif first_exit_s is not None and \
-                    time.monotonic() - first_exit_s > QUIT_EXIT_GRACE_S:
+            elif first_exit_s is not None and time.monotonic() - first_exit_s > QUIT_EXIT_GRACE_S:
                 lingering = ', '.join(r.spec.name for r in nodes if r.process.poll() is None)
-                print(f'[phil] {lingering} did not exit within {QUIT_EXIT_GRACE_S:g} s of the '
-                      f'graph shutdown; stopping it', file=sys.stderr, flush=True)
+                print(
+                    f'[phil] {lingering} did not exit within {QUIT_EXIT_GRACE_S:g} s of the '
+                    f'graph shutdown; stopping it',
+                    file=sys.stderr,
+                    flush=True,
+                )
                 return 1
             for running in self._running:
                 code = running.process.poll()
                 if code not in (None, 0) and running.spec.name not in reported:
                     reported.add(running.spec.name)
-                    print(f'[phil] {running.spec.name} died (exit code {code}); the robot holds '
-                          f'its last target. Ctrl-C stops everything.', file=sys.stderr,
-                          flush=True)
+                    print(
+                        f'[phil] {running.spec.name} died (exit code {code}); the robot holds '
+                        f'its last target. Ctrl-C stops everything.',
+                        file=sys.stderr,
+                        flush=True,
+                    )
             if reported and all(r.process.poll() is not None for r in self._running):
                 return 1
             time.sleep(0.2)
@@ -245,11 +278,17 @@ class Launcher:
         if running.pump is not None:
             running.pump.join(1.0)  # its last line
         parameter_file = running.spec.parameter_file_for(self._sim)
-        where = f' (parameters: {config_path(parameter_file)} and the launcher\'s overrides)' \
-            if parameter_file else ''
+        where = (
+            f" (parameters: {config_path(parameter_file)} and the launcher's overrides)"
+            if parameter_file
+            else ''
+        )
         line = running.tail[-1] if running.tail else 'see its log'
-        print(f'[phil] {running.spec.name}{where}: {line}; stopping the graph', file=sys.stderr,
-              flush=True)
+        print(
+            f'[phil] {running.spec.name}{where}: {line}; stopping the graph',
+            file=sys.stderr,
+            flush=True,
+        )
 
     def stop(self) -> int:
         """SIGINT every process (reverse start order), repeated every few seconds (a process
@@ -261,8 +300,7 @@ class Launcher:
             for running in alive:
                 running.process.send_signal(signal.SIGINT)
             pause_until = min(deadline, time.monotonic() + SIGINT_REPEAT_S)
-            while time.monotonic() < pause_until and any(r.process.poll() is None
-                                                          for r in alive):
+            while time.monotonic() < pause_until and any(r.process.poll() is None for r in alive):
                 time.sleep(0.05)
             if not alive or time.monotonic() >= deadline:
                 break
@@ -280,11 +318,15 @@ class Launcher:
             # failed.
             if running.pump is not None:
                 running.pump.join(1.0)  # its last lines
-            interrupted = any(line.partition(':')[0] == 'KeyboardInterrupt'
-                              for line in running.tail)
+            interrupted = any(
+                line.partition(':')[0] == 'KeyboardInterrupt' for line in running.tail
+            )
             if code not in (0, -signal.SIGINT) and not interrupted:
-                print(f'[phil] {running.spec.name} exited with code {code}', file=sys.stderr,
-                      flush=True)
+                print(
+                    f'[phil] {running.spec.name} exited with code {code}',
+                    file=sys.stderr,
+                    flush=True,
+                )
                 worst = 1  # a signal's negative code would become 256 - N as our own status
         return worst
 
@@ -305,30 +347,58 @@ def _parameter_override(text: str) -> tuple[str, str, str]:
 
 def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('--real', action='store_true',
-                        help='drive the real robot (can0..3, /dev/ttyUSB0) instead of the '
-                             'simulators')
-    parser.add_argument('--log-dir', type=Path, default=None,
-                        help='run folder for process output and CSV logs')
+    parser.add_argument(
+        '--real',
+        action='store_true',
+        help='drive the real robot (can0..3, /dev/ttyUSB0) instead of the simulators',
+    )
+    parser.add_argument(
+        '--log-dir', type=Path, default=None, help='run folder for process output and CSV logs'
+    )
     parser.add_argument('--tcp-port', type=int, default=1951, help='TCP port for the brain')
     parser.add_argument('--tcp-address', default='127.0.0.1', help='TCP address to bind')
-    parser.add_argument('--network', action='store_true',
-                        help='DDS on every network interface instead of loopback only: '
-                             'anyone on the network can join the graph (secure it with '
-                             'SROS2, see the README)')
-    parser.add_argument('--play-list', metavar='YAML', type=Path, default=None,
-                        help="the score player's play list instead of the workspace's scores")
-    parser.add_argument('--sim-channel-base', metavar='GROUP', default='',
-                        help='simulated CAN buses on GROUP+0..3 (ff11:: only) instead of the '
-                             "URDF's, so several graphs can run on one machine")
-    parser.add_argument('--sim-dxl-port', metavar='PATH', default='',
-                        help='PTY link of the simulated Dynamixel bus instead of the URDF path')
-    parser.add_argument('--param', metavar='NODE.NAME=VALUE', action='append', default=[],
-                        type=_parameter_override,
-                        help='set a parameter of a node over its parameter file (repeatable), '
-                             'e.g. tcp_bridge.reply_timeout_s=5.0')
-    parser.add_argument('--demo', metavar='SCORE', default=None,
-                        help='play SCORE end to end (START, READY, PLAY, QUIT), then exit')
+    parser.add_argument(
+        '--network',
+        action='store_true',
+        help='DDS on every network interface instead of loopback only: '
+        'anyone on the network can join the graph (secure it with '
+        'SROS2, see the README)',
+    )
+    parser.add_argument(
+        '--play-list',
+        metavar='YAML',
+        type=Path,
+        default=None,
+        help="the score player's play list instead of the workspace's scores",
+    )
+    parser.add_argument(
+        '--sim-channel-base',
+        metavar='GROUP',
+        default='',
+        help='simulated CAN buses on GROUP+0..3 (ff11:: only) instead of the '
+        "URDF's, so several graphs can run on one machine",
+    )
+    parser.add_argument(
+        '--sim-dxl-port',
+        metavar='PATH',
+        default='',
+        help='PTY link of the simulated Dynamixel bus instead of the URDF path',
+    )
+    parser.add_argument(
+        '--param',
+        metavar='NODE.NAME=VALUE',
+        action='append',
+        default=[],
+        type=_parameter_override,
+        help='set a parameter of a node over its parameter file (repeatable), '
+        'e.g. tcp_bridge.reply_timeout_s=5.0',
+    )
+    parser.add_argument(
+        '--demo',
+        metavar='SCORE',
+        default=None,
+        help='play SCORE end to end (START, READY, PLAY, QUIT), then exit',
+    )
     return parser.parse_args(argv)
 
 
@@ -339,8 +409,11 @@ def _terminate(*_: object) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_arguments(argv)
     sim = not args.real
-    overrides = {'tcp_bridge': {'port': str(args.tcp_port), 'address': args.tcp_address},
-                 'hardware': {}, 'device_simulator': {}}
+    overrides = {
+        'tcp_bridge': {'port': str(args.tcp_port), 'address': args.tcp_address},
+        'hardware': {},
+        'device_simulator': {},
+    }
     if args.sim_channel_base:
         overrides['hardware']['can_channel_base'] = args.sim_channel_base
         overrides['device_simulator']['can-channel-base'] = args.sim_channel_base
@@ -352,12 +425,17 @@ def main(argv: list[str] | None = None) -> int:
     known = {spec.name for spec in nodes_for(sim) if spec.ros_node}
     for node, name, value in args.param:
         if node not in known:
-            print(f'[phil] --param {node}.{name}: no ROS node {node!r} in this graph; nodes: '
-                  f'{", ".join(sorted(known))}', file=sys.stderr)
+            print(
+                f'[phil] --param {node}.{name}: no ROS node {node!r} in this graph; nodes: '
+                f'{", ".join(sorted(known))}',
+                file=sys.stderr,
+            )
             return 2
         if name in LAUNCHER_PARAMETERS:
-            print(f'[phil] --param {node}.{name}: set by the launcher (use its own options)',
-                  file=sys.stderr)
+            print(
+                f'[phil] --param {node}.{name}: set by the launcher (use its own options)',
+                file=sys.stderr,
+            )
             return 2
         overrides.setdefault(node, {})[name] = value
     # The nodes of this graph share one key, fresh for every start (or the one the user set to
@@ -366,18 +444,26 @@ def main(argv: list[str] | None = None) -> int:
     # Every process inherits the DDS transports: loopback only unless --network.
     dds = dds_scope(os.environ, str(config_path(LOOPBACK_PROFILE)), args.network)
     dds.apply(os.environ)
-    missing = [f'{name}={os.environ[name]}' for name in PROFILE_VARIABLES
-               if os.environ.get(name) and not Path(os.environ[name]).is_file()]
+    missing = [
+        f'{name}={os.environ[name]}'
+        for name in PROFILE_VARIABLES
+        if os.environ.get(name) and not Path(os.environ[name]).is_file()
+    ]
     if missing:
         # Fast DDS would ignore it and fall back to its built-in transports: every interface.
-        print(f'[phil] DDS profile file not found: {", ".join(missing)} (the loopback one: run '
-              f'tools/setup.sh); not starting a graph that could be reachable from the network',
-              file=sys.stderr)
+        print(
+            f'[phil] DDS profile file not found: {", ".join(missing)} (the loopback one: run '
+            f'tools/setup.sh); not starting a graph that could be reachable from the network',
+            file=sys.stderr,
+        )
         return 1
     launcher = Launcher(nodes_for(sim), sim, args.log_dir, overrides)
-    print(f'[phil] robot: {"simulated" if sim else "REAL"}; ROS_DOMAIN_ID='
-          f'{os.environ.get("ROS_DOMAIN_ID", "0")}; brain TCP {args.tcp_address}:'
-          f'{args.tcp_port}; {dds.summary}; logs: {args.log_dir or "console"}', flush=True)
+    print(
+        f'[phil] robot: {"simulated" if sim else "REAL"}; ROS_DOMAIN_ID='
+        f'{os.environ.get("ROS_DOMAIN_ID", "0")}; brain TCP {args.tcp_address}:'
+        f'{args.tcp_port}; {dds.summary}; logs: {args.log_dir or "console"}',
+        flush=True,
+    )
     if dds.warning:
         print(f'[phil] {dds.warning}', file=sys.stderr, flush=True)
     signal.signal(signal.SIGTERM, _terminate)
@@ -387,8 +473,11 @@ def main(argv: list[str] | None = None) -> int:
     status = 0
     try:
         launcher.start()
-        print(f'[phil] ready: `phil status`, `phil send "START"` or connect to TCP '
-              f'{args.tcp_port}; Ctrl-C stops everything', flush=True)
+        print(
+            f'[phil] ready: `phil status`, `phil send "START"` or connect to TCP '
+            f'{args.tcp_port}; Ctrl-C stops everything',
+            flush=True,
+        )
         if args.demo:
             from phil_bringup.demo import run_demo
 
@@ -402,7 +491,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f'[phil] {error}', file=sys.stderr)
         status = 1
     stopped = launcher.stop()
-    status = status or stopped   # why the graph ended first (a refused configuration: 78)
+    status = status or stopped  # why the graph ended first (a refused configuration: 78)
     print('[phil] stopped', flush=True)
     return status
 

@@ -17,26 +17,45 @@ from phil_bringup.cli.tcp_client import send_lines
 
 def run_phil(*args, timeout=60):
     env = dict(os.environ, ROS_DOMAIN_ID=str(random.randint(101, 200)))
-    return subprocess.run([sys.executable, '-m', 'phil_bringup.cli.main', *args],
-                          capture_output=True, text=True, timeout=timeout, env=env)
+    return subprocess.run(
+        [sys.executable, '-m', 'phil_bringup.cli.main', *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
 
 
 def test_joint_targets_parse_to_radians_and_bad_items_are_named():
     names, positions = parse_joint_targets(['right_elbow=45', 'waist = -10'])
     assert names == ['right_elbow', 'waist']
     assert positions == pytest.approx([math.radians(45), math.radians(-10)])
-    for item, fragment in [('elbow', 'expected joint=degrees'), ('elbow=x', "'x' is not a number"),
-                           ('elbow=nan', 'not a finite angle')]:
+    for item, fragment in [
+        ('elbow', 'expected joint=degrees'),
+        ('elbow=x', "'x' is not a number"),
+        ('elbow=nan', 'not a finite angle'),
+    ]:
         with pytest.raises(ValueError, match=fragment):
             parse_joint_targets([item])
 
 
 def test_status_rendering_shows_state_joints_faults_and_resume_point():
-    view = StatusView(state='IDLE', speed=1.25, realtime=False, play_id='', bar=0, total_bars=0,
-                      resume_valid=True, resume_play_id='rock', resume_bar=7,
-                      joint_names=['waist', 'head_yaw'], commanded_rad=[math.radians(10), 0.0],
-                      measured_rad=[math.radians(9.5), float('nan')],
-                      faults=['right_wrist: position out of range'], last_rejection='')
+    view = StatusView(
+        state='IDLE',
+        speed=1.25,
+        realtime=False,
+        play_id='',
+        bar=0,
+        total_bars=0,
+        resume_valid=True,
+        resume_play_id='rock',
+        resume_bar=7,
+        joint_names=['waist', 'head_yaw'],
+        commanded_rad=[math.radians(10), 0.0],
+        measured_rad=[math.radians(9.5), float('nan')],
+        faults=['right_wrist: position out of range'],
+        last_rejection='',
+    )
     text = render_status(view)
     assert 'state IDLE   speed 1.25   NOT real-time' in text
     assert 'resume point: rock bar 7' in text

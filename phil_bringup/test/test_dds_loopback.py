@@ -38,6 +38,7 @@ linux_only = pytest.mark.skipif(not os.path.isdir('/proc/self/fd'), reason='need
 
 # --- the rules --------------------------------------------------------------------------------
 
+
 def test_by_default_every_process_reads_the_loopback_profile_and_leaves_discovery_to_it():
     scope = dds_scope({**KILTED, LOCALHOST_ONLY_VARIABLE: '1'}, PROFILE, network=False)
     assert scope.changes == {
@@ -55,10 +56,14 @@ def test_each_distro_gets_the_variable_its_fast_dds_reads():
     assert jazzy['FASTRTPS_DEFAULT_PROFILES_FILE'] == PROFILE
     assert 'FASTDDS_DEFAULT_PROFILES_FILE' not in jazzy
     # Humble's Fast DDS has no interface allowlist: its rmw's localhost-only mode instead.
-    humble = dds_scope({'ROS_DISTRO': 'humble', 'FASTRTPS_DEFAULT_PROFILES_FILE': PROFILE},
-                       PROFILE, network=False)
-    assert humble.changes == {'FASTRTPS_DEFAULT_PROFILES_FILE': None,
-                              LOCALHOST_ONLY_VARIABLE: '1', RANGE_VARIABLE: 'LOCALHOST'}
+    humble = dds_scope(
+        {'ROS_DISTRO': 'humble', 'FASTRTPS_DEFAULT_PROFILES_FILE': PROFILE}, PROFILE, network=False
+    )
+    assert humble.changes == {
+        'FASTRTPS_DEFAULT_PROFILES_FILE': None,
+        LOCALHOST_ONLY_VARIABLE: '1',
+        RANGE_VARIABLE: 'LOCALHOST',
+    }
     assert humble.profile == ''
 
 
@@ -72,19 +77,26 @@ def test_a_profile_of_the_users_is_kept_and_said():
 
 
 def test_the_loopback_profile_set_by_the_workspace_is_not_a_users_profile():
-    environ = {'FASTDDS_DEFAULT_PROFILES_FILE':
-               str(ROOT / 'phil_bringup' / 'config' / 'fastdds_loopback.xml'),
-               RANGE_VARIABLE: 'SYSTEM_DEFAULT'}
+    environ = {
+        'FASTDDS_DEFAULT_PROFILES_FILE': str(
+            ROOT / 'phil_bringup' / 'config' / 'fastdds_loopback.xml'
+        ),
+        RANGE_VARIABLE: 'SYSTEM_DEFAULT',
+    }
     assert dds_scope(environ, PROFILE, network=False).changes == {
-        'FASTDDS_DEFAULT_PROFILES_FILE': PROFILE}
+        'FASTDDS_DEFAULT_PROFILES_FILE': PROFILE
+    }
     assert not is_loopback_profile('') and not is_loopback_profile('/x/other.xml')
 
 
 def test_network_leaves_the_built_in_transports_and_warns():
     environ = {**KILTED, 'FASTDDS_DEFAULT_PROFILES_FILE': PROFILE, LOCALHOST_ONLY_VARIABLE: '1'}
     scope = dds_scope(environ, PROFILE, network=True)
-    assert scope.changes == {'FASTDDS_DEFAULT_PROFILES_FILE': None, RANGE_VARIABLE: 'SUBNET',
-                             LOCALHOST_ONLY_VARIABLE: '0'}
+    assert scope.changes == {
+        'FASTDDS_DEFAULT_PROFILES_FILE': None,
+        RANGE_VARIABLE: 'SUBNET',
+        LOCALHOST_ONLY_VARIABLE: '0',
+    }
     assert scope.profile == ''
     assert 'ROS_DOMAIN_ID=7' in scope.warning and 'SROS2' in scope.warning
     assert 'Network access and security' in scope.warning
@@ -104,8 +116,10 @@ def test_the_launcher_refuses_a_profile_file_that_is_not_there(monkeypatch, caps
     monkeypatch.setattr(os, 'environ', environ)
     assert launcher.main(['--log-dir', str(ROOT / 'nonexistent-run')]) == 1
     output = capsys.readouterr()
-    assert 'DDS profile file not found: FASTDDS_DEFAULT_PROFILES_FILE=/nonexistent/tuned.xml' \
+    assert (
+        'DDS profile file not found: FASTDDS_DEFAULT_PROFILES_FILE=/nonexistent/tuned.xml'
         in output.err
+    )
     assert '[phil] started' not in output.out
     assert not (ROOT / 'nonexistent-run').exists()
 
@@ -134,22 +148,32 @@ def _after_env_sh(environ: dict[str, str]) -> dict[str, str]:
     """The DDS variables a shell has after `source tools/env.sh` from ``environ``."""
     names = (*PROFILE_VARIABLES, RANGE_VARIABLE, LOCALHOST_ONLY_VARIABLE)
     script = f'source {ROOT}/tools/env.sh >/dev/null; ' + '; '.join(
-        f'echo "{name}=${{{name}-<unset>}}"' for name in names)
-    base = {key: value for key, value in os.environ.items()
-            if key not in (*names, 'ROS_DISTRO')}
-    done = subprocess.run(['bash', '-c', script], env={**base, **environ}, capture_output=True,
-                          text=True, timeout=60, check=True)
+        f'echo "{name}=${{{name}-<unset>}}"' for name in names
+    )
+    base = {key: value for key, value in os.environ.items() if key not in (*names, 'ROS_DISTRO')}
+    done = subprocess.run(
+        ['bash', '-c', script],
+        env={**base, **environ},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     values = dict(line.split('=', 1) for line in done.stdout.splitlines())
     return {name: value for name, value in values.items() if value != '<unset>'}
 
 
-@pytest.mark.parametrize('environ', [
-    KILTED,
-    {LOCALHOST_ONLY_VARIABLE: '1'},
-    {**KILTED, 'FASTDDS_DEFAULT_PROFILES_FILE': '/home/me/tuned.xml'},
-    {'ROS_DISTRO': 'jazzy'},
-    {'ROS_DISTRO': 'humble', LOCALHOST_ONLY_VARIABLE: '0'},
-], ids=['kilted', 'localhost-only', 'users-profile', 'jazzy', 'humble'])
+@pytest.mark.parametrize(
+    'environ',
+    [
+        KILTED,
+        {LOCALHOST_ONLY_VARIABLE: '1'},
+        {**KILTED, 'FASTDDS_DEFAULT_PROFILES_FILE': '/home/me/tuned.xml'},
+        {'ROS_DISTRO': 'jazzy'},
+        {'ROS_DISTRO': 'humble', LOCALHOST_ONLY_VARIABLE: '0'},
+    ],
+    ids=['kilted', 'localhost-only', 'users-profile', 'jazzy', 'humble'],
+)
 def test_env_sh_follows_the_same_rules(environ):
     """A sourced shell (make run / test / bench) gets what the launcher would set."""
     expected = dict(environ)
@@ -165,51 +189,77 @@ def test_env_sh_follows_the_same_rules(environ):
 
 # --- the socket reader ------------------------------------------------------------------------
 
+
 def test_proc_net_addresses_decode():
     assert decode_address('0100007F:1F90') == (ipaddress.ip_address('127.0.0.1'), 8080)
     assert decode_address('00000000000000000000000001000000:0016') == (
-        ipaddress.ip_address('::1'), 22)
-    assert decode_address('0000000000000000FFFF00000100007F:0035')[0] == \
-        ipaddress.ip_address('::ffff:127.0.0.1')
+        ipaddress.ip_address('::1'),
+        22,
+    )
+    assert decode_address('0000000000000000FFFF00000100007F:0035')[0] == ipaddress.ip_address(
+        '::ffff:127.0.0.1'
+    )
     with pytest.raises(ValueError, match='not a /proc/net address'):
         decode_address('7F000001')
 
 
-@pytest.mark.parametrize(('address', 'loopback'), [
-    ('127.0.0.1', True), ('127.3.2.1', True), ('::1', True), ('::ffff:127.0.0.1', True),
-    ('0.0.0.0', False), ('::', False), ('192.0.2.2', False), ('fd00::2', False),
-    ('::ffff:192.0.2.2', False),
-])
+@pytest.mark.parametrize(
+    ('address', 'loopback'),
+    [
+        ('127.0.0.1', True),
+        ('127.3.2.1', True),
+        ('::1', True),
+        ('::ffff:127.0.0.1', True),
+        ('0.0.0.0', False),
+        ('::', False),
+        ('192.0.2.2', False),
+        ('fd00::2', False),
+        ('::ffff:192.0.2.2', False),
+    ],
+)
 def test_only_loopback_addresses_count_as_loopback(address, loopback):
     bound = BoundSocket(1, 'x', 'udp', ipaddress.ip_address(address), 7400, 'UNCONNECTED')
     assert bound.loopback is loopback
 
 
 def test_proc_net_tables_parse():
-    header = '  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt' \
-             '   uid  timeout inode\n'
-    udp = header + ('  5: 00000000:1CE8 00000000:0000 07 00000000:00000000 00:00000000 00000000'
-                    '     0        0 4242 2 0000000000000000 0\n')
-    tcp = header + ('  0: 0100007F:079F 00000000:0000 0A 00000000:00000000 00:00000000 00000000'
-                    '     0        0 99 1 0000000000000000 100 0 0 10 0\n')
-    assert parse_table('udp', udp) == {4242: (ipaddress.ip_address('0.0.0.0'), 7400,
-                                              'UNCONNECTED')}
+    header = (
+        '  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt'
+        '   uid  timeout inode\n'
+    )
+    udp = header + (
+        '  5: 00000000:1CE8 00000000:0000 07 00000000:00000000 00:00000000 00000000'
+        '     0        0 4242 2 0000000000000000 0\n'
+    )
+    tcp = header + (
+        '  0: 0100007F:079F 00000000:0000 0A 00000000:00000000 00:00000000 00000000'
+        '     0        0 99 1 0000000000000000 100 0 0 10 0\n'
+    )
+    assert parse_table('udp', udp) == {
+        4242: (ipaddress.ip_address('0.0.0.0'), 7400, 'UNCONNECTED')
+    }
     assert parse_table('tcp', tcp) == {99: (ipaddress.ip_address('127.0.0.1'), 1951, 'LISTEN')}
 
 
 @linux_only
 def test_a_process_tree_and_its_sockets_are_found():
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp, \
-            socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as tcp:
+    with (
+        socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp,
+        socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as tcp,
+    ):
         udp.bind(('127.0.0.1', 0))
         tcp.bind(('::1', 0))
         tcp.listen()
-        found = {(bound.protocol, bound.port, bound.state, bound.loopback)
-                 for bound in sockets_of([os.getpid()])}
+        found = {
+            (bound.protocol, bound.port, bound.state, bound.loopback)
+            for bound in sockets_of([os.getpid()])
+        }
         assert ('udp', udp.getsockname()[1], 'UNCONNECTED', True) in found
         assert ('tcp6', tcp.getsockname()[1], 'LISTEN', True) in found
-    grandchild = 'import subprocess, sys; subprocess.run([sys.executable, "-c", ' \
-                 '"import time; time.sleep(30)"])'
+    grandchild = (
+        'import subprocess, sys; subprocess.run([sys.executable, "-c", '
+        '"import time; time.sleep(30)"])'
+    )
     child = subprocess.Popen([sys.executable, '-c', grandchild])
     try:
         deadline = time.monotonic() + 30.0
@@ -224,6 +274,7 @@ def test_a_process_tree_and_its_sockets_are_found():
 
 
 # --- the running graph ------------------------------------------------------------------------
+
 
 def _simulated_bus_port() -> int:
     """The port of python-can's udp_multicast bus (the graph's simulated buses keep it)."""
@@ -249,12 +300,17 @@ def test_every_socket_of_the_graph_is_on_loopback(tmp_path):
     ros_pids: set[int] = set()
 
     def simulated_bus_socket(bound: BoundSocket) -> bool:
-        return bound.protocol == 'udp6' and bound.address == ipaddress.ip_address('::') \
-            and bound.pid not in ros_pids and bound.state == 'UNCONNECTED'
+        return (
+            bound.protocol == 'udp6'
+            and bound.address == ipaddress.ip_address('::')
+            and bound.pid not in ros_pids
+            and bound.state == 'UNCONNECTED'
+        )
 
     def bus_receivers(sockets: list[BoundSocket]) -> list[BoundSocket]:
-        return [bound for bound in sockets if simulated_bus_socket(bound)
-                and bound.port == bus_port]
+        return [
+            bound for bound in sockets if simulated_bus_socket(bound) and bound.port == bus_port
+        ]
 
     try:
         graph.start()
@@ -268,22 +324,31 @@ def test_every_socket_of_the_graph_is_on_loopback(tmp_path):
         # buses (so an empty list cannot pass).
         deadline = time.monotonic() + 60.0
         while True:
-            held = {spec.name: sockets_of(process_tree(graph.pid_of(spec.name)))
-                    for spec in nodes_for(sim=True)}
+            held = {
+                spec.name: sockets_of(process_tree(graph.pid_of(spec.name)))
+                for spec in nodes_for(sim=True)
+            }
             held['launcher'] = sockets_of([graph.process.pid])
-            without_dds = [spec.name for spec in nodes_for(sim=True) if spec.ros_node
-                           and not any(bound.protocol == 'udp' and bound.pid in ros_pids
-                                       for bound in held[spec.name])]
-            without_buses = [name for name in ('device_simulator', 'hardware')
-                             if len(bus_receivers(held[name])) < 4]
+            without_dds = [
+                spec.name
+                for spec in nodes_for(sim=True)
+                if spec.ros_node
+                and not any(
+                    bound.protocol == 'udp' and bound.pid in ros_pids for bound in held[spec.name]
+                )
+            ]
+            without_buses = [
+                name
+                for name in ('device_simulator', 'hardware')
+                if len(bus_receivers(held[name])) < 4
+            ]
             if not (without_dds or without_buses) or time.monotonic() > deadline:
                 break
             time.sleep(0.5)
     finally:
         graph.stop()
     assert 'DDS on loopback only' in graph.text()
-    listing = '\n'.join(f'{name}: {bound}' for name, sockets in held.items()
-                        for bound in sockets)
+    listing = '\n'.join(f'{name}: {bound}' for name, sockets in held.items() for bound in sockets)
     assert without_dds == [], f'no DDS sockets: {without_dds}\n{listing}\n{graph.text()}'
     assert without_buses == [], f'no simulated buses: {without_buses}\n{listing}'
 
@@ -295,11 +360,17 @@ def test_every_socket_of_the_graph_is_on_loopback(tmp_path):
     # They join only the run's ff11:: groups (checked below; the transport refuses any other),
     # and interface-local multicast is never routed off this machine. They would still take a
     # unicast datagram to their port: the simulation is for trusted machines (README).
-    assert all(ipaddress.ip_address(group) in ipaddress.ip_network('ff11::/16')
-               for group in graph.channels)
-    exposed = [f'{name}: {bound}' for name, sockets in held.items() for bound in sockets
-               if not bound.loopback
-               and not (name in ('device_simulator', 'hardware') and simulated_bus_socket(bound))]
+    assert all(
+        ipaddress.ip_address(group) in ipaddress.ip_network('ff11::/16')
+        for group in graph.channels
+    )
+    exposed = [
+        f'{name}: {bound}'
+        for name, sockets in held.items()
+        for bound in sockets
+        if not bound.loopback
+        and not (name in ('device_simulator', 'hardware') and simulated_bus_socket(bound))
+    ]
     assert exposed == [], 'reachable from the network:\n' + '\n'.join(exposed)
     for name in ('device_simulator', 'hardware'):
         buses = [bound for bound in held[name] if simulated_bus_socket(bound)]

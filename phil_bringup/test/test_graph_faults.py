@@ -52,7 +52,6 @@ def last_bar(robot: RunningGraph) -> int:
     return int(hits.bar.max()) if len(hits) else 0
 
 
-
 def start_and_play(robot: RunningGraph, score: str = 'rock') -> None:
     """START, READY, PLAY and wait until the song is drumming (bar 2 commanded)."""
     robot.start_robot()
@@ -76,9 +75,11 @@ def estop_latches(robot: RunningGraph, view: BusLoopView) -> float:
 
 def hits_after(robot: RunningGraph, time_s: float) -> list[tuple[str, float]]:
     hits = runlog.load_hits(robot.log_dir / 'hits.csv')
-    return [(instrument, float(t)) for instrument, t in zip(hits.instrument,
-                                                            hits.command_time_s, strict=True)
-            if t > time_s]
+    return [
+        (instrument, float(t))
+        for instrument, t in zip(hits.instrument, hits.command_time_s, strict=True)
+        if t > time_s
+    ]
 
 
 @pytest.mark.parametrize('node', MOTION_PATH)
@@ -93,8 +94,15 @@ def test_a_node_killed_mid_song_is_a_fault_estop_still_latches_and_quit_names_it
     if node == 'hardware':
         # Its bus loop saw the node go (pipe closed) and left the drives safe itself; the
         # planner latches the FAULT, as the hardware cannot report any more.
-        assert wait_until(lambda: not any(name.startswith(f'phil_bus_loop_{robot.pid_of(node)}_')
-                                        for name in os.listdir('/dev/shm')), 20.0)
+        assert wait_until(
+            lambda: (
+                not any(
+                    name.startswith(f'phil_bus_loop_{robot.pid_of(node)}_')
+                    for name in os.listdir('/dev/shm')
+                )
+            ),
+            20.0,
+        )
         latched_s = time.monotonic()
     else:
         held = view.wait(lambda s: any(node in f.reason for f in s.faults), 10.0)
@@ -112,7 +120,7 @@ def test_a_node_killed_mid_song_is_a_fault_estop_still_latches_and_quit_names_it
         assert robot.brain.wait_state({'ESTOP'}, 10.0) == 'ESTOP'
     # hits.csv / /phil/hits carry only hits sent to the motors: none after the latch.
     time.sleep(1.0)
-    if node != 'score_player':   # a killed score player logs nothing any more anyway
+    if node != 'score_player':  # a killed score player logs nothing any more anyway
         assert hits_after(robot, latched_s + 0.01) == []
     assert robot.line('QUIT').startswith('OK|QUIT')
     code = robot.wait_exit(60.0)
@@ -144,9 +152,14 @@ def test_estop_latches_with_each_node_of_the_motion_path_stopped(graph):
         # Back: RESET clears the ESTOP (and a fault the silence latched) once every node
         # answers again. Until the watchers have seen the resumed node, RESET is refused with
         # that reason, so this test (not a client) sends it again until it is granted.
-        assert wait_until(lambda: robot.line('RESET').startswith('OK|RESET') and
-                        robot.brain.wait_state({'IDLE'}, 5.0) == 'IDLE' and
-                        not view.snapshot().faults, 30.0), (robot.text(), view.snapshot())
+        assert wait_until(
+            lambda: (
+                robot.line('RESET').startswith('OK|RESET')
+                and robot.brain.wait_state({'IDLE'}, 5.0) == 'IDLE'
+                and not view.snapshot().faults
+            ),
+            30.0,
+        ), (robot.text(), view.snapshot())
     assert robot.line('QUIT') == 'OK|QUIT'
     assert robot.wait_exit(90.0) == 0, robot.text()
 
@@ -162,9 +175,11 @@ def test_the_port_opens_for_estop_and_quit_when_the_planner_dies_before_standby(
         os.kill(robot.pid_of('score_player'), signal.SIGKILL)
         generator_log = robot.log_dir / 'trajectory_generator.log'
         # The planner's first probe goal: it spins (and beats) and waits for the score player.
-        assert wait_until(lambda: generator_log.exists() and 'Move goal rejected' in
-                          generator_log.read_text(), 60.0), robot.text()
-        time.sleep(5.0)   # its heartbeats reach the bridge; its probes go on for 10 s
+        assert wait_until(
+            lambda: generator_log.exists() and 'Move goal rejected' in generator_log.read_text(),
+            60.0,
+        ), robot.text()
+        time.sleep(5.0)  # its heartbeats reach the bridge; its probes go on for 10 s
         os.kill(robot.pid_of('behavior_planner'), signal.SIGKILL)
         view = robot.bus_loop()
         assert wait_until(lambda: robot.try_connect(), 30.0), robot.text()

@@ -48,8 +48,7 @@ ROOT = Path(__file__).resolve().parents[2]
 ELBOW = MODEL.joint('right_elbow').index
 HEAD = MODEL.joint('head_yaw').index
 JUNK_LINES = 200
-JUNK_LINE_BYTES = 4000   # under the 4096-byte line limit: each is parsed, refused and logged
-
+JUNK_LINE_BYTES = 4000  # under the 4096-byte line limit: each is parsed, refused and logged
 
 
 def started(robot: RunningGraph) -> BusLoopView:
@@ -57,8 +56,9 @@ def started(robot: RunningGraph) -> BusLoopView:
     view = robot.bus_loop()
     robot.start_robot()
     home = MODEL.poses['home']
-    assert view.wait(lambda s: np.degrees(np.abs(np.array(s.targets_rad) - home)).max() < 0.01,
-                     30.0), robot.text()
+    assert view.wait(
+        lambda s: np.degrees(np.abs(np.array(s.targets_rad) - home)).max() < 0.01, 30.0
+    ), robot.text()
     return view
 
 
@@ -73,14 +73,18 @@ class Intruder:
         self.node = rclpy.create_node('intruder', context=context)
         node = self.node
         self.publishers = {
-            'joint_trajectory': node.create_publisher(JointTrajectory,
-                                                      '/hardware/joint_trajectory', 10),
-            'hardware_chunks': node.create_publisher(TrajectoryChunk,
-                                                     '/hardware/trajectory_chunks', 10),
-            'score_chunks': node.create_publisher(TrajectoryChunk,
-                                                  '/trajectory_generator/chunks', 10),
-            'shutdown': node.create_publisher(GraphShutdown, GRAPH_SHUTDOWN_TOPIC,
-                                              GRAPH_SHUTDOWN_QOS),
+            'joint_trajectory': node.create_publisher(
+                JointTrajectory, '/hardware/joint_trajectory', 10
+            ),
+            'hardware_chunks': node.create_publisher(
+                TrajectoryChunk, '/hardware/trajectory_chunks', 10
+            ),
+            'score_chunks': node.create_publisher(
+                TrajectoryChunk, '/trajectory_generator/chunks', 10
+            ),
+            'shutdown': node.create_publisher(
+                GraphShutdown, GRAPH_SHUTDOWN_TOPIC, GRAPH_SHUTDOWN_QOS
+            ),
         }
         self.move = ActionClient(node, Move, '/trajectory_generator/move')
         self.hit = ActionClient(node, Hit, '/score_player/hit')
@@ -106,8 +110,13 @@ class Intruder:
 
     def reset(self):
         assert self.request.wait_for_service(timeout_sec=10.0)
-        return self.done(self.request.call_async(HardwareRequest.Request(
-            request='reset', stamp_ns=time.time_ns(), nonce=secrets.token_hex(8))))
+        return self.done(
+            self.request.call_async(
+                HardwareRequest.Request(
+                    request='reset', stamp_ns=time.time_ns(), nonce=secrets.token_hex(8)
+                )
+            )
+        )
 
     def close(self) -> None:
         self.executor.shutdown(timeout_sec=5.0)
@@ -146,16 +155,20 @@ def test_foreign_ros_inputs_move_nothing_and_reset_nothing(graph):
             elbow = chunk_moving(ELBOW, held[ELBOW], held[ELBOW] - math.radians(20.0))
             intruder.publish('hardware_chunks', elbow)
             intruder.publish('score_chunks', elbow)
-            move = intruder.goal_result(intruder.move, Move.Goal(
-                joint_names=['right_elbow'], positions_rad=[held[ELBOW] - 0.3], duration_s=1.0))
+            move = intruder.goal_result(
+                intruder.move,
+                Move.Goal(
+                    joint_names=['right_elbow'], positions_rad=[held[ELBOW] - 0.3], duration_s=1.0
+                ),
+            )
             assert not move.success and 'only from the behavior planner' in move.reason, move
             hit = intruder.goal_result(intruder.hit, Hit.Goal(instrument='snare'))
             assert not hit.success and 'only from the behavior planner' in hit.reason, hit
             intruder.publish('shutdown', GraphShutdown(reason='foreign', nonce='x'))
             time.sleep(2.0)
             assert moved_deg(view, held) < 0.01
-            assert robot.process.poll() is None                  # the graph runs on
-            assert robot.status() == status_before               # IDLE, same commanded angles
+            assert robot.process.poll() is None  # the graph runs on
+            assert robot.status() == status_before  # IDLE, same commanded angles
             # A latch only the state machine's RESET clears.
             assert robot.line('ESTOP') == 'OK|ESTOP'
             assert view.wait(lambda s: s.estop, 10.0) is not None
@@ -179,7 +192,7 @@ def test_reset_holds_where_the_joints_are_and_the_next_motion_starts_there(graph
     assert view.wait(lambda s: abs(math.degrees(s.targets_rad[ELBOW]) - start_deg) > 15.0, 10.0)
     assert robot.line('ESTOP') == 'OK|ESTOP'
     held = view.wait(lambda s: s.estop, 10.0)
-    time.sleep(0.5)                                   # the arm settles where the latch held it
+    time.sleep(0.5)  # the arm settles where the latch held it
     assert robot.line('RESET').startswith('OK|RESET')
     assert robot.brain.wait_state({'IDLE'}, 10.0) == 'IDLE'
     snapshot = view.snapshot()
@@ -187,13 +200,17 @@ def test_reset_holds_where_the_joints_are_and_the_next_motion_starts_there(graph
     # The hardware holds the measured pose, and the commanded state GET_STATUS reports
     # follows it: not the latched target, not the MOVE's end.
     assert math.degrees(snapshot.targets_rad[ELBOW]) == pytest.approx(measured_deg, abs=0.5)
-    assert wait_until(lambda: abs(float(robot.status()[2 + ELBOW]) - measured_deg) < 1.0, 5.0), \
-        (robot.status(), measured_deg)
+    assert wait_until(lambda: abs(float(robot.status()[2 + ELBOW]) - measured_deg) < 1.0, 5.0), (
+        robot.status(),
+        measured_deg,
+    )
     assert abs(measured_deg - target_deg) > 10.0 and held is not None
     assert robot.line(f'MOVE|right_elbow|{start_deg:.2f}|2') == 'OK|MOVE'
-    assert view.wait(lambda s: abs(math.degrees(s.positions_rad[ELBOW]) - start_deg) < 1.0,
-                     15.0) is not None
-    assert not view.snapshot().faults                 # no jump: it started where it was
+    assert (
+        view.wait(lambda s: abs(math.degrees(s.positions_rad[ELBOW]) - start_deg) < 1.0, 15.0)
+        is not None
+    )
+    assert not view.snapshot().faults  # no jump: it started where it was
     assert robot.line('QUIT') == 'OK|QUIT'
     assert robot.wait_exit(90.0) == 0, robot.text()
 
@@ -201,13 +218,15 @@ def test_reset_holds_where_the_joints_are_and_the_next_motion_starts_there(graph
 def bad_scores(folder: Path, marker: str) -> Path:
     shutil.copy(ROOT / 'scores' / 'rock' / 'rock_beat.txt', folder / 'groove.txt')
     row = '1\t{beat}\t5\t0\t5\t0\t1\t1\n'
-    (folder / 'huge_beat.txt').write_text('bpm\t100\n' + row.format(beat='0.6') +
-                                          row.format(beat='1e308') + 'end\n')
+    (folder / 'huge_beat.txt').write_text(
+        'bpm\t100\n' + row.format(beat='0.6') + row.format(beat='1e308') + 'end\n'
+    )
     (folder / 'crawl.txt').write_text('bpm\t0.001\n' + row.format(beat='0.6') * 3 + 'end\n')
-    outside = folder.parent / 'outside.txt'    # a playable score outside the scores folder
+    outside = folder.parent / 'outside.txt'  # a playable score outside the scores folder
     outside.write_text(f'# {marker}\nbpm\t100\n' + row.format(beat='0.6') * 3 + 'end\n')
-    return write_play_list(folder, {'groove': 'groove.txt', 'huge_beat': 'huge_beat.txt',
-                                    'crawl': 'crawl.txt'})
+    return write_play_list(
+        folder, {'groove': 'groove.txt', 'huge_beat': 'huge_beat.txt', 'crawl': 'crawl.txt'}
+    )
 
 
 def test_play_takes_play_list_ids_only_and_scores_beyond_the_limits_move_nothing(tmp_path):
@@ -216,13 +235,17 @@ def test_play_takes_play_list_ids_only_and_scores_beyond_the_limits_move_nothing
     folder.mkdir()
     play_list = bad_scores(folder, marker)
     robot = RunningGraph(tmp_path / 'run', ('--play-list', str(play_list)))
-    robot.env['PHIL_TEST_SECRET'] = marker           # what /proc/self/environ would show
+    robot.env['PHIL_TEST_SECRET'] = marker  # what /proc/self/environ would show
     try:
         robot.start()
         view = started(robot)
         held = np.array(view.snapshot().targets_rad)
-        for path in ('/etc/passwd', '../../../../etc/hostname', '/proc/self/environ',
-                     str(tmp_path / 'outside.txt')):
+        for path in (
+            '/etc/passwd',
+            '../../../../etc/hostname',
+            '/proc/self/environ',
+            str(tmp_path / 'outside.txt'),
+        ):
             reply = robot.line(f'PLAY|{path}')
             assert reply.startswith('ERR|PLAY|') and 'PLAY takes a play-list id' in reply, reply
         for play_id in ('huge_beat', 'crawl', 'nosuch'):

@@ -26,8 +26,9 @@ def robot_description(domain_id: str, timeout_s: float) -> list[str]:
     with ros_test_context(int(domain_id)) as context:
         probe = rclpy.create_node('launcher_probe', context=context)
         received = []
-        probe.create_subscription(String, 'robot_description',
-                                  lambda msg: received.append(msg.data), LATCHED)
+        probe.create_subscription(
+            String, 'robot_description', lambda msg: received.append(msg.data), LATCHED
+        )
         executor = SingleThreadedExecutor(context=context)
         executor.add_node(probe)
         deadline = time.monotonic() + timeout_s
@@ -39,7 +40,7 @@ def robot_description(domain_id: str, timeout_s: float) -> list[str]:
 
 
 def test_launcher_runs_the_graph_and_stops_on_ctrl_c(tmp_path):
-    graph = RunningGraph(tmp_path).start()   # answers GET_STATUS over TCP: every node is up
+    graph = RunningGraph(tmp_path).start()  # answers GET_STATUS over TCP: every node is up
     try:
         received = robot_description(graph.env['ROS_DOMAIN_ID'], 30.0)
         assert received and '<robot name="phil"' in received[0], graph.text()
@@ -54,8 +55,10 @@ def test_launcher_runs_the_graph_and_stops_on_ctrl_c(tmp_path):
             else:
                 assert os.sched_getscheduler(pid) == os.SCHED_OTHER, spec.name
                 assert niceness_of(pid) == (spec.niceness if privileged else 0), spec.name
-        assert privileged or ('niceness -10 refused' in graph.text()
-                              and 'SCHED_RR priority 10 refused' in graph.text())
+        assert privileged or (
+            'niceness -10 refused' in graph.text()
+            and 'SCHED_RR priority 10 refused' in graph.text()
+        )
         assert graph.interrupt(45.0) == 0, graph.text()
     finally:
         graph.stop()
@@ -70,7 +73,7 @@ def test_nothing_outlives_a_killed_launcher(tmp_path):
     try:
         pids = graph.started_pids()
         assert len(pids) == 7, graph.text()
-        graph.process.kill()        # no chance to clean up: the children must go by themselves
+        graph.process.kill()  # no chance to clean up: the children must go by themselves
         graph.process.wait()
         deadline = time.monotonic() + 30.0
         alive = pids
@@ -91,8 +94,10 @@ def _exists(pid: int) -> bool:
 
 
 _ERROR_LINE = re.compile(r'^[\w.]*(?:Error|Exception|InvalidHandle)\b')
-_REPORT_LINE = re.compile(r'^(?:$|\s|Traceback|During handling|The above exception|'
-                          r'Exception ignored in|Fatal Python error|Python runtime state)')
+_REPORT_LINE = re.compile(
+    r'^(?:$|\s|Traceback|During handling|The above exception|'
+    r'Exception ignored in|Fatal Python error|Python runtime state)'
+)
 
 
 def _errors_besides_interrupts(text: str) -> list[str]:
@@ -122,23 +127,29 @@ def _errors_besides_interrupts(text: str) -> list[str]:
 
 
 def test_interrupt_reports_are_told_from_shutdown_errors():
-    interrupted = ('Fatal Python error: init_import_site: Failed to import the site module\n'
-                   'Traceback (most recent call last):\n  File "types.py", line 54\n'
-                   'TypeError\n\nDuring handling of the above exception, another exception '
-                   'occurred:\n\nTraceback (most recent call last):\n  File "types.py"\n'
-                   'KeyboardInterrupt\n'
-                   'Exception ignored in: <function _get_module_lock.<locals>.cb>\n'
-                   'Traceback (most recent call last):\n  File "<frozen>", line 199, in cb\n'
-                   'KeyboardInterrupt: \n[INFO] [score_player]: ready\n')
+    interrupted = (
+        'Fatal Python error: init_import_site: Failed to import the site module\n'
+        'Traceback (most recent call last):\n  File "types.py", line 54\n'
+        'TypeError\n\nDuring handling of the above exception, another exception '
+        'occurred:\n\nTraceback (most recent call last):\n  File "types.py"\n'
+        'KeyboardInterrupt\n'
+        'Exception ignored in: <function _get_module_lock.<locals>.cb>\n'
+        'Traceback (most recent call last):\n  File "<frozen>", line 199, in cb\n'
+        'KeyboardInterrupt: \n[INFO] [score_player]: ready\n'
+    )
     assert _errors_besides_interrupts(interrupted) == []
-    import_interrupted = ('KeyboardInterrupt\n\nThe above exception was the direct cause of '
-                          'the following exception:\n\nTraceback (most recent call last):\n'
-                          '  File "score_player", line 33\nImportError: initialization failed\n'
-                          "The C extension '_rclpy_pybind11' isn't present on the system.\n")
+    import_interrupted = (
+        'KeyboardInterrupt\n\nThe above exception was the direct cause of '
+        'the following exception:\n\nTraceback (most recent call last):\n'
+        '  File "score_player", line 33\nImportError: initialization failed\n'
+        "The C extension '_rclpy_pybind11' isn't present on the system.\n"
+    )
     assert _errors_besides_interrupts(import_interrupted) == []
-    broken = ('[INFO] ready\nTraceback (most recent call last):\n  File "node.py", line 3\n'
-              'rclpy._rclpy_pybind11.InvalidHandle: destroyed\n[INFO] bye\n'
-              'Exception ignored in: <function cb>\nValueError: x\n')
+    broken = (
+        '[INFO] ready\nTraceback (most recent call last):\n  File "node.py", line 3\n'
+        'rclpy._rclpy_pybind11.InvalidHandle: destroyed\n[INFO] bye\n'
+        'Exception ignored in: <function cb>\nValueError: x\n'
+    )
     assert _errors_besides_interrupts(broken) == [
         'rclpy._rclpy_pybind11.InvalidHandle: destroyed',
         'Exception ignored in: <function cb>',
@@ -173,19 +184,25 @@ def test_a_node_that_misses_the_graph_shutdown_is_stopped_after_the_grace(monkey
     ended = subprocess.Popen([sys.executable, '-c', 'pass'])
     # Started as the launcher starts a node (own session, Ctrl-C not ignored even where the
     # test runner ignores it).
-    lingering = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'],
-                                 start_new_session=True,
-                                 preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    lingering = subprocess.Popen(
+        [sys.executable, '-c', 'import time; time.sleep(60)'],
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     try:
         launcher._running = [
-            launcher_module.Running(NodeSpec('phil_control', 'behavior_planner',
-                                             'behavior_planner'), ended),
-            launcher_module.Running(NodeSpec('phil_control', 'score_player', 'score_player'),
-                                    lingering),
+            launcher_module.Running(
+                NodeSpec('phil_control', 'behavior_planner', 'behavior_planner'), ended
+            ),
+            launcher_module.Running(
+                NodeSpec('phil_control', 'score_player', 'score_player'), lingering
+            ),
         ]
         assert launcher.watch(timeout_s=30.0) == 1
-        assert 'score_player did not exit within 0.5 s of the graph shutdown' in \
-            capsys.readouterr().err
+        assert (
+            'score_player did not exit within 0.5 s of the graph shutdown'
+            in capsys.readouterr().err
+        )
         launcher.stop()
         assert lingering.poll() is not None
     finally:

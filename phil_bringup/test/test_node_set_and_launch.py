@@ -27,24 +27,47 @@ def installed_prefix(package: str) -> Path:
 
 def test_launch_file_is_valid_python_built_from_the_node_set():
     tree = ast.parse(LAUNCH_FILE.read_text(), filename=str(LAUNCH_FILE))
-    imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
-                for alias in node.names}
+    imported = {
+        alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
     assert 'nodes_for' in imported
     functions = {node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
     assert 'generate_launch_description' in functions
     arguments = {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant)}
-    assert {'sim', 'rviz', 'tcp_address', 'tcp_port', 'log_dir', 'rt_priority',
-            'network'} <= arguments
+    assert {
+        'sim',
+        'rviz',
+        'tcp_address',
+        'tcp_port',
+        'log_dir',
+        'rt_priority',
+        'network',
+    } <= arguments
     assert 'sched_prefix' in imported  # every process with its declared scheduling
     # DDS on loopback by the launcher's rules, set before any process starts; SROS2 enclaves.
-    assert {'dds_scope', 'SetEnvironmentVariable', 'UnsetEnvironmentVariable',
-            'enclave_of'} <= imported
+    assert {
+        'dds_scope',
+        'SetEnvironmentVariable',
+        'UnsetEnvironmentVariable',
+        'enclave_of',
+    } <= imported
     assert 'dds_setup' in functions
-    generate = next(node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)
-                    and node.name == 'generate_launch_description')
-    first_line = {name: min(node.lineno for node in ast.walk(generate)
-                            if isinstance(node, ast.Name) and node.id == name)
-                  for name in ('dds_setup', 'Node')}
+    generate = next(
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef) and node.name == 'generate_launch_description'
+    )
+    first_line = {
+        name: min(
+            node.lineno
+            for node in ast.walk(generate)
+            if isinstance(node, ast.Name) and node.id == name
+        )
+        for name in ('dds_setup', 'Node')
+    }
     assert first_line['dds_setup'] < first_line['Node'], 'a node would start before the DDS set-up'
 
 
@@ -71,8 +94,9 @@ def test_parameter_files_only_set_parameters_the_nodes_declare():
     import yaml
 
     declared = {
-        'hardware': set(__import__('phil_hardware.hardware_params',
-                                   fromlist=['PARAMETERS']).PARAMETERS),
+        'hardware': set(
+            __import__('phil_hardware.hardware_params', fromlist=['PARAMETERS']).PARAMETERS
+        ),
     }
     for spec in NODE_SET:
         if spec.name not in declared:
@@ -99,25 +123,34 @@ def test_the_command_path_runs_real_time_below_the_bus_loop():
     for file_name in ('hardware.yaml', 'hardware_sim.yaml'):
         parameters = yaml.safe_load((ROOT / 'phil_bringup' / 'config' / file_name).read_text())
         # The bus loop's 1 ms tick preempts every command-path process.
-        assert parameters['hardware']['ros__parameters']['sched_priority'] > \
-            COMMAND_PATH_RT_PRIORITY, file_name
+        assert (
+            parameters['hardware']['ros__parameters']['sched_priority'] > COMMAND_PATH_RT_PRIORITY
+        ), file_name
     # The simulated drives never wait for the command path; the ESTOP line is read ahead of
     # everything but the bus loop that latches it.
     sim_file = ROOT / 'phil_bringup' / 'config' / 'hardware_sim.yaml'
     bus_loop = yaml.safe_load(sim_file.read_text())['hardware']['ros__parameters'][
-        'sched_priority']
-    assert COMMAND_PATH_RT_PRIORITY < by_name['device_simulator'].rt_priority < \
-        by_name['tcp_bridge'].rt_priority < bus_loop
+        'sched_priority'
+    ]
+    assert (
+        COMMAND_PATH_RT_PRIORITY
+        < by_name['device_simulator'].rt_priority
+        < by_name['tcp_bridge'].rt_priority
+        < bus_loop
+    )
     assert by_name['tcp_bridge'].niceness == COMMAND_PATH_NICENESS
     assert sched_prefix(by_name['description_publisher']) == []
 
 
 def _scheduling_under(prefix: list[str], env: dict | None = None):
     """(policy, priority, niceness, stderr) of a Python process started behind ``prefix``."""
-    probe = ('import os; print(os.sched_getscheduler(0), os.sched_getparam(0).sched_priority, '
-             'os.getpriority(os.PRIO_PROCESS, 0))')
-    done = subprocess.run([*prefix, sys.executable, '-c', probe], capture_output=True,
-                          text=True, timeout=60, env=env)
+    probe = (
+        'import os; print(os.sched_getscheduler(0), os.sched_getparam(0).sched_priority, '
+        'os.getpriority(os.PRIO_PROCESS, 0))'
+    )
+    done = subprocess.run(
+        [*prefix, sys.executable, '-c', probe], capture_output=True, text=True, timeout=60, env=env
+    )
     assert done.returncode == 0, done.stderr
     policy, priority, niceness = (int(word) for word in done.stdout.split())
     return policy, priority, niceness, done.stderr
@@ -127,8 +160,12 @@ def test_sched_prefix_starts_the_command_round_robin_or_says_why_not():
     from phil_bringup.core.node_set import sched_prefix
 
     spec = {spec.name: spec for spec in NODE_SET}['behavior_planner']
-    allowed = subprocess.run(['chrt', '-r', str(spec.rt_priority), 'true'],
-                             capture_output=True).returncode == 0
+    allowed = (
+        subprocess.run(
+            ['chrt', '-r', str(spec.rt_priority), 'true'], capture_output=True
+        ).returncode
+        == 0
+    )
     policy, priority, _, stderr = _scheduling_under(sched_prefix(spec))
     if allowed:
         assert (policy, priority) == (os.SCHED_RR, spec.rt_priority), stderr

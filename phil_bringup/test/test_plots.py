@@ -48,15 +48,20 @@ FIGURES = ('joints.png', 'tracking_error.png', 'jitter.png', 'hit_timing.png')
 INSTRUMENT_IDS = {'bass': 0, 'snare': 1, 'closed hihat': 5, 'ride': 6}
 # Commanded hits (instrument, hand, time after T0) and the detected impacts' offsets, s.
 HITS = [
-    ('snare', Hand.RIGHT, 0.50, 0.002), ('snare', Hand.RIGHT, 0.75, 0.004),
-    ('snare', Hand.RIGHT, 1.00, 0.006), ('snare', Hand.RIGHT, 1.25, 0.008),
-    ('bass', Hand.KICK, 0.50, -0.001), ('bass', Hand.KICK, 1.00, -0.003),
+    ('snare', Hand.RIGHT, 0.50, 0.002),
+    ('snare', Hand.RIGHT, 0.75, 0.004),
+    ('snare', Hand.RIGHT, 1.00, 0.006),
+    ('snare', Hand.RIGHT, 1.25, 0.008),
+    ('bass', Hand.KICK, 0.50, -0.001),
+    ('bass', Hand.KICK, 1.00, -0.003),
     ('bass', Hand.KICK, 1.50, 0.002),
     ('closed hihat', Hand.LEFT, 0.60, 0.010),
-    ('closed hihat', Hand.LEFT, 1.10, 0.080),   # outside the 50 ms window: missed + extra
+    ('closed hihat', Hand.LEFT, 1.10, 0.080),  # outside the 50 ms window: missed + extra
 ]
-EXTRA_IMPACTS = [('ride', Limb.RIGHT_HAND, 0.90),  # no commanded ride hit: extra
-                 ('snare', Limb.RIGHT_HAND, 50.0)]  # far outside the hits' span: ignored
+EXTRA_IMPACTS = [
+    ('ride', Limb.RIGHT_HAND, 0.90),  # no commanded ride hit: extra
+    ('snare', Limb.RIGHT_HAND, 50.0),
+]  # far outside the hits' span: ignored
 LIMBS = {Hand.RIGHT: Limb.RIGHT_HAND, Hand.LEFT: Limb.LEFT_HAND, Hand.KICK: Limb.RIGHT_FOOT}
 
 
@@ -66,16 +71,26 @@ def motor_snapshot(time_s: float) -> SimpleNamespace:
     desired = 0.3 * np.sin(2 * math.pi * 0.5 * (time_s - T0) + phase)
     actual = 0.3 * np.sin(2 * math.pi * 0.5 * (time_s - T0 - 0.01) + phase)  # 10 ms lag
     return SimpleNamespace(
-        time_s=time_s, joint_names=NAMES, targets_rad=tuple(desired),
-        positions_rad=tuple(actual), torques_mnm=(math.nan,) * 7 + (12.5,) * 4 + (math.nan,) * 2,
-        currents_a=(0.8,) * len(NAMES), modes=(2,) * 7 + (1,) * 6,
-        target_velocities_rad_s=(0.0,) * len(NAMES))
+        time_s=time_s,
+        joint_names=NAMES,
+        targets_rad=tuple(desired),
+        positions_rad=tuple(actual),
+        torques_mnm=(math.nan,) * 7 + (12.5,) * 4 + (math.nan,) * 2,
+        currents_a=(0.8,) * len(NAMES),
+        modes=(2,) * 7 + (1,) * 6,
+        target_velocities_rad_s=(0.0,) * len(NAMES),
+    )
 
 
 def tick_snapshot(time_s: float, k: int) -> SimpleNamespace:
-    return SimpleNamespace(time_s=time_s, tick_p50_s=20e-6 + 1e-6 * (k % 3),
-                           tick_p99_s=80e-6, tick_max_s=150e-6 + 1e-5 * (k % 5),
-                           overruns=k // 300, missed_ticks=k // 300)
+    return SimpleNamespace(
+        time_s=time_s,
+        tick_p50_s=20e-6 + 1e-6 * (k % 3),
+        tick_p99_s=80e-6,
+        tick_max_s=150e-6 + 1e-5 * (k % 5),
+        overruns=k // 300,
+        missed_ticks=k // 300,
+    )
 
 
 def write_run(folder: Path) -> Path:
@@ -95,23 +110,35 @@ def write_run(folder: Path) -> Path:
     trajectory = TrajectoryCsvLog(folder / 'trajectory.csv', NAMES)
     for start in (0.0, 0.5, 1.0, 1.5):
         times = np.arange(0.0, 0.5, 0.02)
-        positions = 0.3 * np.sin(2 * math.pi * 0.5 * (start + times)[:, None]
-                                 + np.arange(len(NAMES)) * 0.4)
-        trajectory.write_msg(chunk_to_msg(Chunk(NAMES, start, times, positions, None),
-                                          timebase))
+        positions = 0.3 * np.sin(
+            2 * math.pi * 0.5 * (start + times)[:, None] + np.arange(len(NAMES)) * 0.4
+        )
+        trajectory.write_msg(chunk_to_msg(Chunk(NAMES, start, times, positions, None), timebase))
     trajectory.close()
 
     hits = HitLog(folder)
-    scheduled = [ScheduledHit(CommandedHit(INSTRUMENT_IDS[name], hand, 5, at, 1 + int(at), i),
-                              'rock', at) for i, (name, hand, at, _) in enumerate(HITS)]
+    scheduled = [
+        ScheduledHit(CommandedHit(INSTRUMENT_IDS[name], hand, 5, at, 1 + int(at), i), 'rock', at)
+        for i, (name, hand, at, _) in enumerate(HITS)
+    ]
     hits.write(round((T0 + 2.0) * 1e9), scheduled, timebase)
     hits.close()
 
-    impacts = [Impact(name, INSTRUMENT_IDS[name], LIMBS[hand], T0 + at + offset, 2.0,
-                      (0.1, 0.4, -0.2) if hand is not Hand.KICK else None)
-               for name, hand, at, offset in HITS]
-    impacts += [Impact(name, INSTRUMENT_IDS[name], limb, T0 + at, 1.5, (0.3, 0.5, 0.0))
-                for name, limb, at in EXTRA_IMPACTS]
+    impacts = [
+        Impact(
+            name,
+            INSTRUMENT_IDS[name],
+            LIMBS[hand],
+            T0 + at + offset,
+            2.0,
+            (0.1, 0.4, -0.2) if hand is not Hand.KICK else None,
+        )
+        for name, hand, at, offset in HITS
+    ]
+    impacts += [
+        Impact(name, INSTRUMENT_IDS[name], limb, T0 + at, 1.5, (0.3, 0.5, 0.0))
+        for name, limb, at in EXTRA_IMPACTS
+    ]
     with (folder / 'impacts.jsonl').open('w', encoding='utf-8') as file:
         for impact in impacts:  # the device simulator's record
             file.write(json.dumps({**impact.as_dict(), 'wall_time_s': 1.7e9}) + '\n')
@@ -163,14 +190,18 @@ def test_writers_produce_the_upstream_like_headers_and_rows(run_dir):
 
 def test_trajectory_log_maps_stamps_to_the_monotonic_clock_and_blanks_absent_joints(tmp_path):
     sent = []
-    publisher = logging_publisher(SimpleNamespace(publish=sent.append, topic='x'),
-                                  str(tmp_path), NAMES, stamp_clock_ns=lambda: 5 * 10**9
-                                  + time.monotonic_ns())
+    publisher = logging_publisher(
+        SimpleNamespace(publish=sent.append, topic='x'),
+        str(tmp_path),
+        NAMES,
+        stamp_clock_ns=lambda: 5 * 10**9 + time.monotonic_ns(),
+    )
     assert isinstance(publisher, LoggingPublisher) and publisher.topic == 'x'
     subset = ('head_yaw', 'waist')
-    msg = chunk_to_msg(Chunk(subset, 7.0, np.array([0.0, 0.1]), np.array([[0.1, 0.2],
-                                                                          [0.3, 0.4]]), None),
-                       TimeBase(0))
+    msg = chunk_to_msg(
+        Chunk(subset, 7.0, np.array([0.0, 0.1]), np.array([[0.1, 0.2], [0.3, 0.4]]), None),
+        TimeBase(0),
+    )
     publisher.publish(msg)
     assert sent == [msg]
     run = load_run(tmp_path)
@@ -193,8 +224,9 @@ def test_trajectory_generator_logs_published_chunks(tmp_path):
     from phil_msgs.srv import Trigger
 
     with ros_test_context(domains=(101, 200)) as context:
-        node = TrajectoryGenerator(context=context, parameter_overrides=[
-            Parameter('log_dir', value=str(tmp_path))])
+        node = TrajectoryGenerator(
+            context=context, parameter_overrides=[Parameter('log_dir', value=str(tmp_path))]
+        )
         now = time.monotonic()
         assert node._on_halt(None, Trigger.Response()).accepted  # publishes one chunk
         node.destroy_node()
@@ -217,14 +249,22 @@ def test_matching_takes_the_nearest_unused_impact_within_the_window():
 
 
 def test_timing_statistics_equal_hand_computed_values():
-    report = hit_timing([h[0] for h in HITS], [T0 + h[2] for h in HITS],
-                        [h[0] for h in HITS] + [e[0] for e in EXTRA_IMPACTS],
-                        [T0 + h[2] + h[3] for h in HITS] + [T0 + e[2] for e in EXTRA_IMPACTS])
+    report = hit_timing(
+        [h[0] for h in HITS],
+        [T0 + h[2] for h in HITS],
+        [h[0] for h in HITS] + [e[0] for e in EXTRA_IMPACTS],
+        [T0 + h[2] + h[3] for h in HITS] + [T0 + e[2] for e in EXTRA_IMPACTS],
+    )
     by_name = {timing.instrument: timing for timing in report.instruments}
     assert list(by_name) == ['bass', 'snare', 'closed hihat', 'ride']  # HIT-table order
     snare, bass, hihat, ride = (by_name[n] for n in ('snare', 'bass', 'closed hihat', 'ride'))
-    assert (snare.commanded, snare.detected, snare.matched, snare.missed, snare.extra) == \
-        (4, 4, 4, 0, 0)
+    assert (snare.commanded, snare.detected, snare.matched, snare.missed, snare.extra) == (
+        4,
+        4,
+        4,
+        0,
+        0,
+    )
     assert snare.stats.mean_error_s == pytest.approx(0.005)
     assert snare.stats.p99_abs_error_s == pytest.approx(0.00794)  # 6 + 0.97 * (8 - 6) ms
     assert snare.stats.max_abs_error_s == pytest.approx(0.008)
@@ -237,8 +277,13 @@ def test_timing_statistics_equal_hand_computed_values():
     assert (ride.commanded, ride.detected, ride.extra) == (0, 1, 1)
     assert math.isnan(ride.stats.mean_error_s)
     total = report.total
-    assert (total.commanded, total.detected, total.matched, total.missed, total.extra) == \
-        (9, 10, 8, 1, 2)  # the snare impact 49 s after the last hit is not counted
+    assert (total.commanded, total.detected, total.matched, total.missed, total.extra) == (
+        9,
+        10,
+        8,
+        1,
+        2,
+    )  # the snare impact 49 s after the last hit is not counted
     assert total.stats.mean_error_s == pytest.approx(0.0035)
     assert total.stats.max_abs_error_s == pytest.approx(0.010)
     data = report.as_dict()
@@ -264,8 +309,12 @@ def test_tracking_and_lateness_statistics():
 
 def test_joint_groups_cover_every_joint_once():
     groups = joint_groups(NAMES)
-    assert [title for title, _, _ in groups] == ['Right arm', 'Left arm', 'Waist and head',
-                                                 'Pedals']
+    assert [title for title, _, _ in groups] == [
+        'Right arm',
+        'Left arm',
+        'Waist and head',
+        'Pedals',
+    ]
     assert sorted(i for _, indices, _ in groups for i in indices) == list(range(13))
     assert joint_groups(('a', 'b'))[0][0] == 'Other'
 
@@ -323,6 +372,7 @@ def test_no_loadable_robot_model_is_an_error_not_a_guess(run_dir, monkeypatch, b
     import phil_description.core as core
 
     if broken == 'model':
+
         def fail(sim: bool = False):
             raise core.DescriptionError('phil.urdf.xacro', '', 'file not found')
 
@@ -332,8 +382,9 @@ def test_no_loadable_robot_model_is_an_error_not_a_guess(run_dir, monkeypatch, b
         monkeypatch.setitem(sys.modules, 'phil_description.core', None)
         reason = r'phil_description cannot be imported \(.*phil_description\.core.*\)'
     for strict in (True, False):
-        with pytest.raises(RunLogError, match=f'no joint names: {reason}; the logs name joints '
-                                              f'by index only') as caught:
+        with pytest.raises(
+            RunLogError, match=f'no joint names: {reason}; the logs name joints by index only'
+        ) as caught:
             load_run(run_dir, strict=strict)
         assert caught.value.path == run_dir and caught.value.line is None
     names = tuple(NAMES)
@@ -378,8 +429,10 @@ def test_plot_command_reports_malformed_files_and_draws_the_rest(run_dir, tmp_pa
     lines = captured.out.splitlines()
     # joints.png falls back to trajectory.csv; the rest says why it is missing.
     assert f'wrote   {tmp_path / "out" / "joints.png"}' in lines
-    assert any(line.startswith('skipped tracking_error.png: ') and 'motors.csv:12' in line
-               for line in lines)
+    assert any(
+        line.startswith('skipped tracking_error.png: ') and 'motors.csv:12' in line
+        for line in lines
+    )
     assert 'skipped jitter.png: no ticks_trace.csv; no ticks.csv' in lines
     assert 'skipped hit_timing.png: no impacts.jsonl' in lines
     assert 'skipped timing.json: no impacts.jsonl' in lines
@@ -395,7 +448,7 @@ def test_missing_inputs_are_skipped_with_a_reason(tmp_path, capsys):
     assert 'skipped hit_timing.png: no hits.csv; no impacts.jsonl' in out
     assert not (run / 'plots').exists() or not any((run / 'plots').iterdir())
     TickCsvLog(run / 'ticks.csv').close()  # header only
-    (run / 'hits.csv').write_text('')      # empty
+    (run / 'hits.csv').write_text('')  # empty
     write_ticks_trace(run / 'ticks_trace.csv', [10e-6, 12e-6, 0.0, 40e-6])
     assert plots_cli.main([str(run)]) == 0
     out = capsys.readouterr().out.splitlines()
@@ -423,8 +476,11 @@ def test_a_log_on_the_wall_clock_is_flagged(run_dir, tmp_path):
     run.mkdir()
     shutil.copy(run_dir / 'motors.csv', run / 'motors.csv')
     hits = HitLog(run)
-    hits.write(0, [ScheduledHit(CommandedHit(1, Hand.RIGHT, 5, 0.0, 1, 0), 'rock', 0.5)],
-               TimeBase(1_700_000_000 * 10**9))  # a score player stamping ROS (system) time
+    hits.write(
+        0,
+        [ScheduledHit(CommandedHit(1, Hand.RIGHT, 5, 0.0, 1, 0), 'rock', 0.5)],
+        TimeBase(1_700_000_000 * 10**9),
+    )  # a score player stamping ROS (system) time
     hits.close()
     warnings = load_run(run).warnings
     assert len(warnings) == 1 and warnings[0].startswith('hits.csv: times look like wall-clock')
@@ -434,8 +490,13 @@ def test_module_entry_point_runs_without_a_display(tmp_path):
     env = {key: value for key, value in os.environ.items() if key != 'DISPLAY'}
     env['MPLBACKEND'] = 'TkAgg'  # a GUI backend asked for: the command must still use Agg
     write_ticks_trace(tmp_path / 'ticks_trace.csv', [10e-6, 20e-6, 30e-6])
-    result = subprocess.run([sys.executable, '-m', 'phil_bringup.plots', str(tmp_path)],
-                            capture_output=True, text=True, timeout=60, env=env)
+    result = subprocess.run(
+        [sys.executable, '-m', 'phil_bringup.plots', str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
     assert result.returncode == 0, result.stderr
     assert f'wrote   {tmp_path / "plots" / "jitter.png"}' in result.stdout.splitlines()
     png_size(tmp_path / 'plots' / 'jitter.png')

@@ -16,7 +16,7 @@ from phil_description.core import default_robot_model
 
 MODEL = default_robot_model()
 NAMES = MODEL.joint_names
-MOTION_S = 30.0   # generous: a busy machine may be slow, never wrong
+MOTION_S = 30.0  # generous: a busy machine may be slow, never wrong
 EXIT_S = 60.0
 
 
@@ -29,13 +29,11 @@ def graph(tmp_path):
 def at(fields: list[str], **targets_deg: float) -> bool:
     """GET_STATUS lists these commanded angles (to its 2 decimals)."""
     angles = angles_deg(fields, len(NAMES))
-    return all(abs(angles[NAMES.index(joint)] - deg) < 0.011
-               for joint, deg in targets_deg.items())
+    return all(abs(angles[NAMES.index(joint)] - deg) < 0.011 for joint, deg in targets_deg.items())
 
 
 def pose_deg(name: str) -> dict[str, float]:
-    return {joint: math.degrees(rad) for joint, rad in zip(NAMES, MODEL.poses[name],
-                                                           strict=True)}
+    return {joint: math.degrees(rad) for joint, rad in zip(NAMES, MODEL.poses[name], strict=True)}
 
 
 def in_order(seen: list[str], expected: list[str]) -> bool:
@@ -50,20 +48,22 @@ def planner_log(graph: RunningGraph) -> str:
 
 def test_a_reference_client_session_is_carried_out_command_by_command(graph):
     client = ReferenceClient(graph.tcp_port)
-    client.send('START')   # READY follows at once, as the brain sends it
+    client.send('START')  # READY follows at once, as the brain sends it
     client.send('READY')
     home = pose_deg('home')
     fields = client.wait_status(lambda f: f[1] == 'IDLE' and at(f, **home), MOTION_S)
     assert fields[1] == 'IDLE' and at(fields, **home), (fields, graph.text())
-    steps = [('LOOK|20|10', {'head_yaw': 20.0, 'head_pitch': 10.0}),
-             ('MOVE|waist|10', {'waist': 10.0}),
-             ('MOVE|head_yaw|-15|head_pitch|5|1.5', {'head_yaw': -15.0, 'head_pitch': 5.0}),
-             ('GESTURE|nod', {}), ('GESTURE|wave', {}),
-             ('POSE|ready', pose_deg('ready'))]
+    steps = [
+        ('LOOK|20|10', {'head_yaw': 20.0, 'head_pitch': 10.0}),
+        ('MOVE|waist|10', {'waist': 10.0}),
+        ('MOVE|head_yaw|-15|head_pitch|5|1.5', {'head_yaw': -15.0, 'head_pitch': 5.0}),
+        ('GESTURE|nod', {}),
+        ('GESTURE|wave', {}),
+        ('POSE|ready', pose_deg('ready')),
+    ]
     for line, targets in steps:
         client.send(line)
-        fields = client.wait_status(lambda f, t=targets: f[1] == 'IDLE' and at(f, **t),
-                                    MOTION_S)
+        fields = client.wait_status(lambda f, t=targets: f[1] == 'IDLE' and at(f, **t), MOTION_S)
         assert fields[1] == 'IDLE' and at(fields, **targets), (line, fields)
     log = planner_log(graph)
     for name in ('Look', 'Move', 'Gesture', 'Pose'):
@@ -80,7 +80,7 @@ def test_a_reference_client_session_is_carried_out_command_by_command(graph):
     client.send('RESUME')
     assert client.wait_status(lambda f: 'Resume accepted' in planner_log(graph), MOTION_S)
     fields = client.wait_state('PLAYING', MOTION_S)
-    assert fields[1] == 'PLAYING' and fields[16] == '0', fields   # the point was used up
+    assert fields[1] == 'PLAYING' and fields[16] == '0', fields  # the point was used up
     client.send('PAUSE')
     fields = client.wait_status(lambda f: f[1] == 'IDLE' and f[16] == '1', MOTION_S)
     assert fields[16:] == ['1', 'rock', fields[18]] and int(fields[18]) >= 1, fields
@@ -93,8 +93,9 @@ def test_a_reference_client_session_is_carried_out_command_by_command(graph):
     assert 'rejected' not in planner_log(graph), planner_log(graph)
     client.send('QUIT')
     assert graph.wait_exit(EXIT_S) == 0, graph.text()
-    assert in_order(client.states, ['INIT', 'IDLE', 'PLAYING', 'IDLE', 'PLAYING', 'IDLE',
-                                    'PLAYING', 'IDLE']), client.states
+    assert in_order(
+        client.states, ['INIT', 'IDLE', 'PLAYING', 'IDLE', 'PLAYING', 'IDLE', 'PLAYING', 'IDLE']
+    ), client.states
 
 
 def test_quit_mid_song_stops_it_moves_to_the_shutdown_pose_and_ends_every_process(graph):
@@ -106,13 +107,12 @@ def test_quit_mid_song_stops_it_moves_to_the_shutdown_pose_and_ends_every_proces
     fields = client.wait_state('PLAYING', MOTION_S)
     # Upstream's last commanded target: during the song, the pose it ends in.
     assert fields[1] == 'PLAYING' and at(fields, **pose_deg('ready')), fields
-    watcher = ReferenceClient(graph.tcp_port)   # the QUITting connection is closed
+    watcher = ReferenceClient(graph.tcp_port)  # the QUITting connection is closed
     client.send('QUIT')
     shutdown = pose_deg('shutdown')
-    fields = watcher.wait_status(lambda f: f[1] != 'SHUTTINGDOWN' or at(f, **shutdown),
-                                 MOTION_S)
+    fields = watcher.wait_status(lambda f: f[1] != 'SHUTTINGDOWN' or at(f, **shutdown), MOTION_S)
     assert fields[1] == 'SHUTTINGDOWN' and at(fields, **shutdown), fields
-    assert fields[16] == '0', fields   # no resume point after QUIT
+    assert fields[16] == '0', fields  # no resume point after QUIT
     assert graph.wait_exit(EXIT_S) == 0, graph.text()
     assert 'Quit accepted; state SHUTTINGDOWN' in planner_log(graph)
 
@@ -131,5 +131,5 @@ def test_quit_during_start_ends_every_process_without_any_motion(graph):
     rows = trajectory.read_text().splitlines()[1:] if trajectory.exists() else []
     pinned = np.degrees(MODEL.poses['init'])
     for row in rows:
-        positions = np.degrees([float(value) for value in row.split(',')[1:1 + len(NAMES)]])
+        positions = np.degrees([float(value) for value in row.split(',')[1 : 1 + len(NAMES)]])
         assert np.abs(positions - pinned).max() < 1.0, row

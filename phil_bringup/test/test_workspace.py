@@ -20,8 +20,11 @@ def test_readme_names_the_run_and_test_commands():
 
 
 def test_ci_runs_exactly_the_readme_test_command():
-    lines = [line.strip() for line in (ROOT / '.ci' / 'run').read_text().splitlines()
-             if line.strip() and not line.startswith('#')]
+    lines = [
+        line.strip()
+        for line in (ROOT / '.ci' / 'run').read_text().splitlines()
+        if line.strip() and not line.startswith('#')
+    ]
     assert lines[-1] == 'make test'
     assert 'make test' in readme_commands()
 
@@ -45,38 +48,54 @@ def test_colcon_meta_pytest_arguments_are_in_effect(request):
     if '--junit-prefix=phil_bringup' not in os.environ.get('PYTEST_ADDOPTS', ''):
         pytest.skip('not running under colcon test')
     expected = json.loads((ROOT / 'colcon.meta').read_text())['names']['phil_bringup']
-    timeout = next(arg.split('=', 1)[1] for arg in expected['pytest-args']
-                   if arg.startswith('--timeout='))
+    timeout = next(
+        arg.split('=', 1)[1] for arg in expected['pytest-args'] if arg.startswith('--timeout=')
+    )
     assert float(request.config.getoption('timeout')) == float(timeout)
 
 
 def write_report(path, cases):
-    body = ''.join(f'<testcase classname="c" name="t{i}" time="0.1">{inner}</testcase>'
-                   for i, inner in enumerate(cases))
+    body = ''.join(
+        f'<testcase classname="c" name="t{i}" time="0.1">{inner}</testcase>'
+        for i, inner in enumerate(cases)
+    )
     path.write_text(f'<testsuites><testsuite name="s">{body}</testsuite></testsuites>')
 
 
-@pytest.mark.parametrize(('cases', 'status', 'closing'), [
-    (['', '<skipped/>'], 0, '1 passed, 0 failed, 1 skipped'),
-    (['', '<failure message="boom"/>'], 1, '1 passed, 1 failed, 0 skipped'),
-    (['<error message="crash"/>'], 1, '0 passed, 1 failed, 0 skipped'),
-    ([], 1, '0 passed, 0 failed, 0 skipped'),
-])
+@pytest.mark.parametrize(
+    ('cases', 'status', 'closing'),
+    [
+        (['', '<skipped/>'], 0, '1 passed, 0 failed, 1 skipped'),
+        (['', '<failure message="boom"/>'], 1, '1 passed, 1 failed, 0 skipped'),
+        (['<error message="crash"/>'], 1, '0 passed, 1 failed, 0 skipped'),
+        ([], 1, '0 passed, 0 failed, 0 skipped'),
+    ],
+)
 def test_summary_fails_on_any_failure_and_on_no_tests(tmp_path, cases, status, closing):
     (tmp_path / 'pkg').mkdir()
     write_report(tmp_path / 'pkg' / 'pytest.xml', cases)
-    result = subprocess.run([sys.executable, str(ROOT / 'tools' / 'test_summary.py'),
-                             str(tmp_path)], capture_output=True, text=True, timeout=30)
+    result = subprocess.run(
+        [sys.executable, str(ROOT / 'tools' / 'test_summary.py'), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert result.returncode == status, result.stdout
     assert result.stdout.strip().splitlines()[-1] == closing
     if status and cases:
         assert 'pkg: c.t' in result.stdout
 
 
-def test_lint_passes_on_the_whole_workspace():
+@pytest.mark.parametrize('command', [['check', '--no-cache'], ['format', '--check']])
+def test_lint_and_format_pass_on_the_whole_workspace(command):
     ruff = [sys.executable, '-m', 'ruff']
     if subprocess.run([*ruff, '--version'], capture_output=True).returncode != 0:
         pytest.skip('ruff is not installed')
-    result = subprocess.run([*ruff, 'check', '--no-cache', str(ROOT)], capture_output=True,
-                            text=True, timeout=120, cwd=ROOT)
+    result = subprocess.run(
+        [*ruff, *command, str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
     assert result.returncode == 0, result.stdout + result.stderr

@@ -89,13 +89,10 @@ def bench_generation(robot: PlayRobot, play_list: PlayList, play_id: str) -> Non
     )
 
 
-def bench_timing(robot: PlayRobot, model, play_list: PlayList, play_id: str,
-                 speed: float) -> None:
+def bench_timing(robot: PlayRobot, model, play_list: PlayList, play_id: str, speed: float) -> None:
     session = PlaySession(robot, play_list)
     now = 0.0
-    chunks = session.start(
-        play_id, now_s=now, current_positions_rad=robot.ready_rad, speed=speed
-    )
+    chunks = session.start(play_id, now_s=now, current_positions_rad=robot.ready_rad, speed=speed)
     while not session.finished(now):
         now += 0.05
         chunks += session.poll(now)

@@ -37,10 +37,22 @@ from phil_control.core.protocol import ProtocolVocabulary, parse_line
 from phil_control.tcp import HandlerReply, MachineCommandHandler, TcpServer, TcpServerConfig
 from phil_description.core import default_robot_model
 
-MIX = ['START', 'READY', 'PLAY|BF', 'GESTURE|wave', 'HIT|closed hihat', 'LOOK|-30.0000|10.0000',
-       'POSE|ready', 'MOVE|waist|10.0000|right_elbow|45.0000|head_pitch|-5.0000|2.0000',
-       'PLAY_CTRL|speed|1.20', 'PLAY_CTRL|stop', 'GET_STATUS', 'MOVE|hip|10', 'LOOK|nan|0',
-       'HIT|cowbell']
+MIX = [
+    'START',
+    'READY',
+    'PLAY|BF',
+    'GESTURE|wave',
+    'HIT|closed hihat',
+    'LOOK|-30.0000|10.0000',
+    'POSE|ready',
+    'MOVE|waist|10.0000|right_elbow|45.0000|head_pitch|-5.0000|2.0000',
+    'PLAY_CTRL|speed|1.20',
+    'PLAY_CTRL|stop',
+    'GET_STATUS',
+    'MOVE|hip|10',
+    'LOOK|nan|0',
+    'HIT|cowbell',
+]
 
 
 def emit(record: dict) -> None:
@@ -54,8 +66,15 @@ def bench_parse(vocabulary: ProtocolVocabulary, count: int) -> None:
     for line in lines:
         parse_line(line, vocabulary)
     elapsed = time.perf_counter() - start
-    emit({'bench': 'protocol_parse', 'lines': count, 'seconds': round(elapsed, 6),
-          'lines_per_s': round(count / elapsed), 'us_per_line': round(1e6 * elapsed / count, 3)})
+    emit(
+        {
+            'bench': 'protocol_parse',
+            'lines': count,
+            'seconds': round(elapsed, 6),
+            'lines_per_s': round(count / elapsed),
+            'us_per_line': round(1e6 * elapsed / count, 3),
+        }
+    )
 
 
 def round_trips(address: tuple[str, int], count: int, limit_s: float = 30.0) -> list[float]:
@@ -82,10 +101,14 @@ def summary(name: str, samples: list[float]) -> dict:
     def percentile(fraction: float) -> float:
         return round(1e6 * ordered[min(len(ordered) - 1, int(fraction * len(ordered)))], 1)
 
-    return {'bench': name, 'round_trips': len(samples),
-            'median_us': round(1e6 * statistics.median(samples), 1),
-            'p90_us': percentile(0.90), 'p99_us': percentile(0.99),
-            'max_us': round(1e6 * ordered[-1], 1)}
+    return {
+        'bench': name,
+        'round_trips': len(samples),
+        'median_us': round(1e6 * statistics.median(samples), 1),
+        'p90_us': percentile(0.90),
+        'p99_us': percentile(0.99),
+        'max_us': round(1e6 * ordered[-1], 1),
+    }
 
 
 # Flooding clients run in their own process so they do not share the interpreter lock with the
@@ -181,15 +204,19 @@ class PlannerLikeHandler:
 UNPACED = {'max_lines_per_s': 0.0, 'max_commands_per_s': 0.0}
 
 
-def bench_flood(name: str, handler, vocabulary: ProtocolVocabulary, count: int,
-                flood_lines: int) -> None:
+def bench_flood(
+    name: str, handler, vocabulary: ProtocolVocabulary, count: int, flood_lines: int
+) -> None:
     """GET_STATUS round trips without, then with, another client pipelining commands."""
     with TcpServer(handler, vocabulary, TcpServerConfig(port=0, **UNPACED)) as server:
         baseline = summary('baseline', round_trips(server.address, count))
         host, port = server.address
-        flooder = subprocess.Popen([sys.executable, '-c', PIPELINER, host, str(port),
-                                    str(flood_lines)], stdin=subprocess.PIPE,
-                                   stdout=subprocess.PIPE, text=True)
+        flooder = subprocess.Popen(
+            [sys.executable, '-c', PIPELINER, host, str(port), str(flood_lines)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         try:
             if flooder.stdout.readline().strip() != 'flooding':
                 raise RuntimeError('the flooding client did not start')
@@ -200,11 +227,19 @@ def bench_flood(name: str, handler, vocabulary: ProtocolVocabulary, count: int,
             if flooder.poll() is None:
                 flooder.kill()
             flooder.wait(10.0)
-    emit({**flooded, 'handler': name, 'flood_lines': flood_lines,
-          'floods': pace.get('floods'), 'flood_lines_per_s': pace.get('lines_per_s'),
-          'baseline_median_us': baseline['median_us'], 'baseline_p99_us': baseline['p99_us'],
-          'p50_ratio': round(flooded['median_us'] / baseline['median_us'], 2),
-          'p99_ratio': round(flooded['p99_us'] / baseline['p99_us'], 2)})
+    emit(
+        {
+            **flooded,
+            'handler': name,
+            'flood_lines': flood_lines,
+            'floods': pace.get('floods'),
+            'flood_lines_per_s': pace.get('lines_per_s'),
+            'baseline_median_us': baseline['median_us'],
+            'baseline_p99_us': baseline['p99_us'],
+            'p50_ratio': round(flooded['median_us'] / baseline['median_us'], 2),
+            'p99_ratio': round(flooded['p99_us'] / baseline['p99_us'], 2),
+        }
+    )
 
 
 def main() -> None:
@@ -216,8 +251,7 @@ def main() -> None:
     args = parser.parse_args()
 
     model = default_robot_model()
-    vocabulary = ProtocolVocabulary.from_robot_model(model, look_joints=('head_yaw',
-                                                                         'head_pitch'))
+    vocabulary = ProtocolVocabulary.from_robot_model(model, look_joints=('head_yaw', 'head_pitch'))
     bench_parse(vocabulary, args.lines)
 
     machine = StateMachine(BehaviorConfig(pose_names=tuple(model.poses)))
@@ -230,8 +264,7 @@ def main() -> None:
             deadline = time.monotonic() + 10.0
             while server.client_count < 5 and time.monotonic() < deadline:
                 time.sleep(0.01)
-            emit(summary('tcp_get_status_rtt_busy',
-                         round_trips(server.address, args.round_trips)))
+            emit(summary('tcp_get_status_rtt_busy', round_trips(server.address, args.round_trips)))
         finally:
             flooder.kill()
             flooder.wait(10.0)

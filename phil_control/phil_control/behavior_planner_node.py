@@ -77,12 +77,20 @@ from phil_msgs.action import Gesture, Hit, Look, Move, Play, Pose
 from phil_msgs.msg import Fault, HardwareStatus, MotorStates, RobotStatus
 from phil_msgs.srv import Command, SetSpeed, Trigger
 
-LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
-                     reliability=ReliabilityPolicy.RELIABLE)
+LATCHED = QoSProfile(
+    depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE
+)
 REJECTION_LOG_PERIOD_S = 1.0
-TRIGGER_COMMANDS = {'start': cmd.Start, 'ready': cmd.Ready, 'quit': cmd.Quit,
-                    'pause': cmd.Pause, 'resume': cmd.Resume, 'stop': cmd.PlayCtrlStop,
-                    'estop': cmd.Estop, 'reset': cmd.Reset}
+TRIGGER_COMMANDS = {
+    'start': cmd.Start,
+    'ready': cmd.Ready,
+    'quit': cmd.Quit,
+    'pause': cmd.Pause,
+    'resume': cmd.Resume,
+    'stop': cmd.PlayCtrlStop,
+    'estop': cmd.Estop,
+    'reset': cmd.Reset,
+}
 
 
 class BehaviorPlanner(Node):
@@ -95,21 +103,24 @@ class BehaviorPlanner(Node):
         if not 0.5 <= rate_hz <= 100.0:
             raise ValueError(f'parameter status_rate_hz = {rate_hz} must be in 0.5..100')
         watched = [name for name in self.declare_parameter('watched_nodes', ['']).value if name]
-        liveness_timeout_s = float(self.declare_parameter(
-            'liveness_timeout_s', DEFAULT_LIVENESS_TIMEOUT_S).value)
+        liveness_timeout_s = float(
+            self.declare_parameter('liveness_timeout_s', DEFAULT_LIVENESS_TIMEOUT_S).value
+        )
         key = GraphKey.from_environment()
         self._model = default_robot_model()
         self._names = self._model.joint_names
         self._vocabulary = ProtocolVocabulary.from_robot_model(
-            self._model, look_joints=('head_yaw', 'head_pitch'))
-        self._machine = StateMachine(BehaviorConfig(pose_names=tuple(self._model.poses)),
-                                     clock=time.monotonic)
+            self._model, look_joints=('head_yaw', 'head_pitch')
+        )
+        self._machine = StateMachine(
+            BehaviorConfig(pose_names=tuple(self._model.poses)), clock=time.monotonic
+        )
         self._lock = threading.RLock()
-        self._turns = CommandTurns(time.monotonic)   # commands waiting for a transition
+        self._turns = CommandTurns(time.monotonic)  # commands waiting for a transition
         self._goal_context: tuple[Completion | None, GoalOptions] = (None, GoalOptions())
-        self._handler = MachineCommandHandler(self._machine, execute=self._execute,
-                                              commanded_rad=self._last_target,
-                                              lock=self._lock)
+        self._handler = MachineCommandHandler(
+            self._machine, execute=self._execute, commanded_rad=self._last_target, lock=self._lock
+        )
         self._commanded = [float(v) for v in self._model.poses['init']]
         self._ready_pose = [float(v) for v in self._model.poses['ready']]
         self._measured = [math.nan] * len(self._names)
@@ -119,7 +130,7 @@ class BehaviorPlanner(Node):
         self._goal_wakers: dict[bytes, object] = {}
         group = ReentrantCallbackGroup()
         self._joint_trajectory_permitted = False
-        self._hardware_down = False   # FAULT latched here: the hardware node went down
+        self._hardware_down = False  # FAULT latched here: the hardware node went down
         self._status_pub = self.create_publisher(RobotStatus, '/phil/status', LATCHED)
         # /phil/status starts once the graph is met (the hardware configured, every server
         # answered; or, when one did not within its bound, once that was logged: START then
@@ -127,43 +138,78 @@ class BehaviorPlanner(Node):
         # bridge opens its port, as upstream's controller did once its start-up was done.
         self._graph_ready = False
         self._graph_shutdown = GraphShutdownSender(self, key)
-        self._watch = Liveness(self, watched, liveness_timeout_s, on_down=self._node_down,
-                               on_back=self._node_back)
-        self._links = GraphLinks(self, self._names, self._model.poses, {
-            'motion_finished': partial(self._event, 'motion_finished'),
-            'start_completed': partial(self._event, 'start_completed'),
-            'play_ended': self._play_ended, 'failed': self._failed,
-            'shutdown': self._shutdown, 'graph_met': self._graph_met}, key, self._down_reason)
+        self._watch = Liveness(
+            self, watched, liveness_timeout_s, on_down=self._node_down, on_back=self._node_back
+        )
+        self._links = GraphLinks(
+            self,
+            self._names,
+            self._model.poses,
+            {
+                'motion_finished': partial(self._event, 'motion_finished'),
+                'start_completed': partial(self._event, 'start_completed'),
+                'play_ended': self._play_ended,
+                'failed': self._failed,
+                'shutdown': self._shutdown,
+                'graph_met': self._graph_met,
+            },
+            key,
+            self._down_reason,
+        )
         for name, command_type in TRIGGER_COMMANDS.items():
-            self.create_service(Trigger, f'/phil/{name}', partial(self._on_trigger, command_type),
-                                callback_group=group)
+            self.create_service(
+                Trigger,
+                f'/phil/{name}',
+                partial(self._on_trigger, command_type),
+                callback_group=group,
+            )
         self.create_service(SetSpeed, '/phil/speed', self._on_speed, callback_group=group)
         self.create_service(Command, '/phil/command', self._on_command, callback_group=group)
-        for action_type, name in ((Play, 'play'), (Hit, 'hit'), (Look, 'look'),
-                                  (Gesture, 'gesture'), (Move, 'move'), (Pose, 'pose')):
-            ActionServer(self, action_type, f'/phil/{name}',
-                         partial(self._execute_goal, name, action_type),
-                         cancel_callback=self._accept_cancel, callback_group=group)
+        for action_type, name in (
+            (Play, 'play'),
+            (Hit, 'hit'),
+            (Look, 'look'),
+            (Gesture, 'gesture'),
+            (Move, 'move'),
+            (Pose, 'pose'),
+        ):
+            ActionServer(
+                self,
+                action_type,
+                f'/phil/{name}',
+                partial(self._execute_goal, name, action_type),
+                cancel_callback=self._accept_cancel,
+                callback_group=group,
+            )
         # Measured angles only feed the status (10 Hz): the 20 Hz motor states carry them at a
         # tenth of the cost of the 200 Hz /joint_states.
-        self.create_subscription(MotorStates, '/hardware/motor_states', self._on_motor_states,
-                                 10, callback_group=group)
-        self.create_subscription(JointState, '/trajectory_generator/commanded_state',
-                                 self._on_commanded, LATCHED, callback_group=group)
-        self.create_subscription(HardwareStatus, '/hardware/status', self._on_hardware, LATCHED,
-                                 callback_group=group)
+        self.create_subscription(
+            MotorStates, '/hardware/motor_states', self._on_motor_states, 10, callback_group=group
+        )
+        self.create_subscription(
+            JointState,
+            '/trajectory_generator/commanded_state',
+            self._on_commanded,
+            LATCHED,
+            callback_group=group,
+        )
+        self.create_subscription(
+            HardwareStatus, '/hardware/status', self._on_hardware, LATCHED, callback_group=group
+        )
         self.create_timer(1.0 / rate_hz, self._on_status_timer, callback_group=group)
         self._links.meet_graph()
 
     # ------------------------------------------------------------------ commands
-    async def _decide_in_turn(self, command, completion: Completion | None = None,
-                              options: GoalOptions | None = None):
+    async def _decide_in_turn(
+        self, command, completion: Completion | None = None, options: GoalOptions | None = None
+    ):
         """Decide ``command`` now, or, while a transition is being carried out (START before
         its first trajectory, a PAUSE or stop before the play ends; ``StateMachine.waits``) or
         other commands wait, once its turn comes (``CommandTurns``)."""
         with self._lock:
             must_wait = not isinstance(command, NEVER_WAIT) and (
-                self._turns.busy or self._machine.waits(command))
+                self._turns.busy or self._machine.waits(command)
+            )
             if must_wait:
                 woken = waking_future(self)
                 turn = self._turns.join(command, partial(complete, woken))
@@ -188,8 +234,9 @@ class BehaviorPlanner(Node):
         with self._lock:
             self._turns.release(self._machine.waits)
 
-    def _decide(self, command, completion: Completion | None = None,
-                options: GoalOptions | None = None):
+    def _decide(
+        self, command, completion: Completion | None = None, options: GoalOptions | None = None
+    ):
         """Run one valid command through the machine; its actions go to the worker."""
         with self._lock:
             refusal = self._motion_refusal(command)
@@ -213,15 +260,18 @@ class BehaviorPlanner(Node):
             # A refusal changes nothing but last_rejection, which the next periodic status
             # carries; and a flood of them must cost the real-time command path little (the
             # TCP bridge's commands.csv has every line).
-            self.get_logger().info(f'{name} rejected: {reply.reason}',
-                                   throttle_duration_sec=REJECTION_LOG_PERIOD_S)
+            self.get_logger().info(
+                f'{name} rejected: {reply.reason}', throttle_duration_sec=REJECTION_LOG_PERIOD_S
+            )
         return reply
 
     def _motion_refusal(self, command) -> str:
         """Why a motion the state machine would accept cannot be carried out now ('' if it
         can): a node of the motion path is down, or the motion queue is full."""
-        if not isinstance(command, cmd.MOTION_COMMANDS) or \
-                self._machine.state is not RobotState.IDLE:
+        if (
+            not isinstance(command, cmd.MOTION_COMMANDS)
+            or self._machine.state is not RobotState.IDLE
+        ):
             return ''
         op = command.opcode.value
         down = [d.reason for d in self._watch.down() if d.node in MOTION_PATH]
@@ -229,8 +279,10 @@ class BehaviorPlanner(Node):
             return f'{op} rejected: {down[0]}'
         queued = self._links.motions_queued
         if queued >= MAX_QUEUED_MOTIONS:
-            return (f'{op} rejected: motion queue full ({queued} motions queued or running, '
-                    f'at most {MAX_QUEUED_MOTIONS}); send it once one has finished')
+            return (
+                f'{op} rejected: motion queue full ({queued} motions queued or running, '
+                f'at most {MAX_QUEUED_MOTIONS}); send it once one has finished'
+            )
         return ''
 
     def _execute(self, decision) -> None:
@@ -278,12 +330,15 @@ class BehaviorPlanner(Node):
             if goal.resume:
                 return cmd.Resume(), GoalOptions()
             return cmd.Play(goal.score), GoalOptions(
-                speed=goal.speed or 1.0, start_bar=goal.start_bar, improv=goal.improv)
+                speed=goal.speed or 1.0, start_bar=goal.start_bar, improv=goal.improv
+            )
         if name == 'hit':
             velocity = goal.velocity or 5
             if not 1 <= velocity <= 7 or goal.hand not in ('', 'right', 'left'):
-                return (f'velocity must be 1..7 (got {goal.velocity}) and hand right, left or '
-                        f'empty (got {goal.hand!r})')
+                return (
+                    f'velocity must be 1..7 (got {goal.velocity}) and hand right, left or '
+                    f'empty (got {goal.hand!r})'
+                )
             return cmd.Hit(goal.instrument), GoalOptions(velocity=velocity, hand=goal.hand)
         if name == 'look':
             return cmd.Look(goal.pan_rad, goal.tilt_rad), GoalOptions()
@@ -292,10 +347,14 @@ class BehaviorPlanner(Node):
         if name == 'pose':
             return cmd.Pose(goal.pose), GoalOptions()
         if len(goal.joint_names) != len(goal.positions_rad):
-            return (f'{len(goal.joint_names)} joint names but {len(goal.positions_rad)} '
-                    f'positions')
-        return (cmd.Move(tuple(zip(goal.joint_names, goal.positions_rad, strict=True)),
-                         goal.duration_s or None), GoalOptions(profile=goal.profile))
+            return f'{len(goal.joint_names)} joint names but {len(goal.positions_rad)} positions'
+        return (
+            cmd.Move(
+                tuple(zip(goal.joint_names, goal.positions_rad, strict=True)),
+                goal.duration_s or None,
+            ),
+            GoalOptions(profile=goal.profile),
+        )
 
     async def _execute_goal(self, name: str, action_type, goal_handle):
         made = self._goal_command(name, goal_handle.request)
@@ -306,8 +365,10 @@ class BehaviorPlanner(Node):
         if problem is not None:
             return self._finish(goal_handle, action_type, False, problem.reason)
         waker = waking_future(self)  # completed when the motion ends or a cancel arrives
-        completion = Completion(on_feedback=partial(self._forward_feedback, goal_handle, name),
-                                on_finish=partial(complete, waker))
+        completion = Completion(
+            on_feedback=partial(self._forward_feedback, goal_handle, name),
+            on_finish=partial(complete, waker),
+        )
         key = bytes(goal_handle.goal_id.uuid)
         self._goal_wakers[key] = waker
         try:
@@ -437,9 +498,13 @@ class BehaviorPlanner(Node):
             fault = msg.faults[0]
             self._links.drop_earlier_motions(f'hardware fault: {fault.reason}')
             self._event('hardware_fault', f'{fault.joint or "hardware"}: {fault.reason}')
-        elif latched and not msg.faults and not msg.estop and (
-                before.faults or before.estop or self._hardware_down):
-            self._hardware_down = False   # back, and nothing latched there
+        elif (
+            latched
+            and not msg.faults
+            and not msg.estop
+            and (before.faults or before.estop or self._hardware_down)
+        ):
+            self._hardware_down = False  # back, and nothing latched there
             self._event('hardware_cleared', msg.lifecycle_state == 'active')
 
     # ------------------------------------------------------------------ status
@@ -462,8 +527,9 @@ class BehaviorPlanner(Node):
             if idle != self._joint_trajectory_permitted:  # in order, under the lock
                 self._joint_trajectory_permitted = idle
                 self._links.permit_joint_trajectory(idle)
-        status = RobotStatus(state=snapshot.state.value, speed=snapshot.speed,
-                             realtime=self._hardware.realtime)
+        status = RobotStatus(
+            state=snapshot.state.value, speed=snapshot.speed, realtime=self._hardware.realtime
+        )
         status.header.stamp = self.get_clock().now().to_msg()
         if snapshot.resume_point is not None:
             status.resume_valid = True
@@ -495,7 +561,8 @@ class BehaviorPlanner(Node):
         if sender is not None and self.context.ok() and not sender.wait_delivered(subscribers):
             self.get_logger().warning(
                 f'a node did not confirm the graph shutdown within '
-                f'{GRAPH_SHUTDOWN_DELIVERY_TIMEOUT_S:.0f} s; the launcher stops it')
+                f'{GRAPH_SHUTDOWN_DELIVERY_TIMEOUT_S:.0f} s; the launcher stops it'
+            )
         super().destroy_node()
 
 

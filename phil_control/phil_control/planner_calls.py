@@ -35,14 +35,18 @@ def wait_for(future, what: str, timeout_s: float = STEP_TIMEOUT_S):
     return future.result()
 
 
-def call_service(client, request, timeout_s: float = STEP_TIMEOUT_S,
-                 answer_timeout_s: float | None = None):
+def call_service(
+    client, request, timeout_s: float = STEP_TIMEOUT_S, answer_timeout_s: float | None = None
+):
     """The response; waits ``timeout_s`` for the service, then ``answer_timeout_s`` (default
     ``timeout_s``) for the answer (TimeoutError: one that may be asked for again)."""
     if not client.wait_for_service(timeout_sec=timeout_s):
         raise RuntimeError(f'service {client.srv_name} is not available')
-    return wait_for(client.call_async(request), client.srv_name,
-                    timeout_s if answer_timeout_s is None else answer_timeout_s)
+    return wait_for(
+        client.call_async(request),
+        client.srv_name,
+        timeout_s if answer_timeout_s is None else answer_timeout_s,
+    )
 
 
 def retry(attempt: Callable[[], Any], what: str) -> Any:
@@ -53,8 +57,7 @@ def retry(attempt: Callable[[], Any], what: str) -> Any:
             return attempt()
         except TimeoutError:
             if time.monotonic() > deadline:
-                raise TimeoutError(f'{what}: no answer within {STEP_TIMEOUT_S:.0f} s') \
-                    from None
+                raise TimeoutError(f'{what}: no answer within {STEP_TIMEOUT_S:.0f} s') from None
 
 
 class HardwareLifecycle:
@@ -62,19 +65,23 @@ class HardwareLifecycle:
 
     def __init__(self, node: Node, group, key: GraphKey) -> None:
         self._key = key
-        self._request = node.create_client(HardwareRequest, '/hardware/request',
-                                           callback_group=group)
+        self._request = node.create_client(
+            HardwareRequest, '/hardware/request', callback_group=group
+        )
         self._get = node.create_client(GetState, '/hardware/get_state', callback_group=group)
 
     def activate(self) -> None:
         """Configure (if needed) and activate; RuntimeError with the hardware's reason."""
         state = self._primary_state()
-        steps = {State.PRIMARY_STATE_UNCONFIGURED: ('configure', 'activate'),
-                 State.PRIMARY_STATE_INACTIVE: ('activate',),
-                 State.PRIMARY_STATE_ACTIVE: ()}
+        steps = {
+            State.PRIMARY_STATE_UNCONFIGURED: ('configure', 'activate'),
+            State.PRIMARY_STATE_INACTIVE: ('activate',),
+            State.PRIMARY_STATE_ACTIVE: (),
+        }
         if state not in steps:
-            raise RuntimeError(f'hardware lifecycle state {state} cannot be activated (see '
-                               '/hardware/status)')
+            raise RuntimeError(
+                f'hardware lifecycle state {state} cannot be activated (see /hardware/status)'
+            )
         for step in steps[state]:
             response = self.request(step, ACTIVATE_TIMEOUT_S)
             if not response.accepted:
@@ -90,8 +97,11 @@ class HardwareLifecycle:
         """
         self._primary_state()
         deadline = time.monotonic() + STEP_TIMEOUT_S
-        while not (response := retry(lambda: self.request('nodes_ready', RETRY_ATTEMPT_S),
-                                     self._request.srv_name)).accepted:
+        while not (
+            response := retry(
+                lambda: self.request('nodes_ready', RETRY_ATTEMPT_S), self._request.srv_name
+            )
+        ).accepted:
             if time.monotonic() > deadline:
                 raise RuntimeError(f'hardware: {response.reason}')
             time.sleep(NODES_POLL_S)
@@ -100,8 +110,10 @@ class HardwareLifecycle:
         """Deactivate and clean up whatever is up; nothing when the node is gone."""
         if not self._get.wait_for_service(timeout_sec=2.0):
             return
-        steps = {State.PRIMARY_STATE_ACTIVE: ('deactivate', 'cleanup'),
-                 State.PRIMARY_STATE_INACTIVE: ('cleanup',)}
+        steps = {
+            State.PRIMARY_STATE_ACTIVE: ('deactivate', 'cleanup'),
+            State.PRIMARY_STATE_INACTIVE: ('cleanup',),
+        }
         for step in steps.get(self._primary_state(), ()):
             self.request(step, ACTIVATE_TIMEOUT_S)
 
@@ -117,8 +129,9 @@ class HardwareLifecycle:
         """A signed request that nobody waits for (the future; None while no server)."""
         if not self._request.service_is_ready():
             return None
-        return self._request.call_async(signed_request(
-            self._key, HardwareRequest.Request(request=name)))
+        return self._request.call_async(
+            signed_request(self._key, HardwareRequest.Request(request=name))
+        )
 
     def _query_state(self):
         return call_service(self._get, GetState.Request(), STEP_TIMEOUT_S, RETRY_ATTEMPT_S)

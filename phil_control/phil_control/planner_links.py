@@ -65,8 +65,15 @@ PLAYS = (act.StartPlay, act.ResumePlay)
 #: Steps carried out in the deciding callback, never queued.
 AT_ONCE = (act.EstopHardware, act.ResetHardware)
 #: Steps that move the robot: dropped when a latch came after they were decided.
-MOVING_STEPS = (act.MoveToPose, act.LookAt, act.PerformGesture, act.MoveJoints,
-                act.StrikeInstrument, act.StartPlay, act.ResumePlay)
+MOVING_STEPS = (
+    act.MoveToPose,
+    act.LookAt,
+    act.PerformGesture,
+    act.MoveJoints,
+    act.StrikeInstrument,
+    act.StartPlay,
+    act.ResumePlay,
+)
 
 
 @dataclass(frozen=True)
@@ -120,6 +127,7 @@ class GoalOptions:
 @dataclass(frozen=True)
 class SentGoal:
     """A goal on its way to an action server, awaiting its acceptance and then its result."""
+
     action_name: str
     future: Any
     play_id: str
@@ -142,9 +150,15 @@ class GraphLinks:
             once.
     """
 
-    def __init__(self, node: Node, joint_names: tuple[str, ...], poses: dict,
-                 events: dict[str, Callable[..., None]], key: GraphKey,
-                 down_reason: Callable[[str], str] = lambda _node: '') -> None:
+    def __init__(
+        self,
+        node: Node,
+        joint_names: tuple[str, ...],
+        poses: dict,
+        events: dict[str, Callable[..., None]],
+        key: GraphKey,
+        down_reason: Callable[[str], str] = lambda _node: '',
+    ) -> None:
         self._node = node
         self._joint_names = joint_names
         self._poses = poses
@@ -154,14 +168,21 @@ class GraphLinks:
         self._estop_word = estop_word_name(node.context.get_domain_id(), HARDWARE_NODE)
         group = ReentrantCallbackGroup()
         self._hardware = HardwareLifecycle(node, group, key)
-        self._motion = {kind: ActionClient(node, kind, f'/trajectory_generator/{name}',
-                                           callback_group=group)
-                        for kind, name in ((Look, 'look'), (Gesture, 'gesture'), (Move, 'move'))}
+        self._motion = {
+            kind: ActionClient(node, kind, f'/trajectory_generator/{name}', callback_group=group)
+            for kind, name in ((Look, 'look'), (Gesture, 'gesture'), (Move, 'move'))
+        }
         self._play = ActionClient(node, Play, '/score_player/play', callback_group=group)
         self._hit = ActionClient(node, Hit, '/score_player/hit', callback_group=group)
-        self._triggers = {name: node.create_client(Trigger, name, callback_group=group) for name in
-                          ('/trajectory_generator/halt', '/score_player/pause',
-                           '/score_player/stop', '/hardware/estop')}
+        self._triggers = {
+            name: node.create_client(Trigger, name, callback_group=group)
+            for name in (
+                '/trajectory_generator/halt',
+                '/score_player/pause',
+                '/score_player/stop',
+                '/hardware/estop',
+            )
+        }
         self._speed = node.create_client(SetSpeed, '/score_player/speed', callback_group=group)
         self._queue: queue.Queue = queue.Queue()
         # Counts latches and shutdowns without motion: an item queued under an older count
@@ -179,13 +200,17 @@ class GraphLinks:
         # Accepted goals whose result has not come: ended by their result or their node going
         # down, whichever is first.
         self._running: dict[int, SentGoal] = {}
-        self._met = False   # every server answered once (see _meet)
+        self._met = False  # every server answered once (see _meet)
         self._worker = threading.Thread(target=self._work, name='planner-actions', daemon=True)
         self._worker.start()
 
     # ------------------------------------------------------------------ queueing
-    def submit(self, actions: tuple, completion: Completion | None = None,
-               options: GoalOptions | None = None) -> None:
+    def submit(
+        self,
+        actions: tuple,
+        completion: Completion | None = None,
+        options: GoalOptions | None = None,
+    ) -> None:
         """Queue a decision's actions; ``completion`` tracks its (first) motion or play. An
         ESTOP or a RESET among them is carried out at once, before anything queued; with a
         Shutdown, the motions queued before it never start."""
@@ -202,8 +227,11 @@ class GraphLinks:
             return
         options = options or GoalOptions()
         with self._order_lock:
-            sent = self._send_at_once(actions[0], completion, options) \
-                if self._items_pending == 0 else None
+            sent = (
+                self._send_at_once(actions[0], completion, options)
+                if self._items_pending == 0
+                else None
+            )
             self._items_pending += 1
             self._queue.put((actions, completion, options, sent, self._drops))
 
@@ -250,8 +278,9 @@ class GraphLinks:
         reason = self._down_reason(HARDWARE_NODE)
         future = None if reason else self._hardware.request_async('reset')
         if future is None:
-            logger.warning(f'RESET not sent to the hardware: '
-                           f'{reason or "/hardware/request is not available"}')
+            logger.warning(
+                f'RESET not sent to the hardware: {reason or "/hardware/request is not available"}'
+            )
             return
 
         def answered(done) -> None:
@@ -273,13 +302,17 @@ class GraphLinks:
     def node_down(self, node: str, reason: str) -> None:
         """End the goals that run on ``node`` with ``reason`` (it will never answer)."""
         with self._count_lock:
-            ended = [sent for key, sent in self._running.items()
-                     if serving_node(sent.action_name) == node]
+            ended = [
+                sent
+                for key, sent in self._running.items()
+                if serving_node(sent.action_name) == node
+            ]
         for sent in ended:
             self._end(sent, None, False, reason)
 
-    def _send_at_once(self, action, completion: Completion | None,
-                      options: GoalOptions) -> SentGoal | None:
+    def _send_at_once(
+        self, action, completion: Completion | None, options: GoalOptions
+    ) -> SentGoal | None:
         """Send a motion goal from the caller's thread (None: the worker must run the step)."""
         try:
             motion = self._motion_goal(action, options)
@@ -304,8 +337,14 @@ class GraphLinks:
                 with self._order_lock:
                     self._items_pending -= 1
 
-    def _run_item(self, actions: tuple, completion: Completion | None, options: GoalOptions,
-                  sent: SentGoal | None, drops: int) -> None:
+    def _run_item(
+        self,
+        actions: tuple,
+        completion: Completion | None,
+        options: GoalOptions,
+        sent: SentGoal | None,
+        drops: int,
+    ) -> None:
         """Run the steps in order; ``drops``: ``self._drops`` when they were decided."""
         for index, action in enumerate(actions):
             try:
@@ -326,14 +365,16 @@ class GraphLinks:
                 return
 
     # ------------------------------------------------------------------ steps
-    def _run(self, action, completion: Completion | None, options: GoalOptions,
-             drops: int) -> None:
+    def _run(
+        self, action, completion: Completion | None, options: GoalOptions, drops: int
+    ) -> None:
         if isinstance(action, MeetGraph):
             try:
                 self._meet()
             except Exception as error:  # not a fault: START meets the graph again
-                self._node.get_logger().warning(f'graph not met at start-up ({error}); START '
-                                                'will try again')
+                self._node.get_logger().warning(
+                    f'graph not met at start-up ({error}); START will try again'
+                )
             self._events['graph_met']()
         elif isinstance(action, act.ActivateHardware):
             if not self._met:
@@ -346,14 +387,19 @@ class GraphLinks:
         elif isinstance(action, act.StrikeInstrument):
             if self._defer_until_motions_end(action, completion, options, drops):
                 return
-            goal = Hit.Goal(instrument=action.instrument, velocity=options.velocity,
-                            hand=options.hand)
+            goal = Hit.Goal(
+                instrument=action.instrument, velocity=options.velocity, hand=options.hand
+            )
             self._send_goal(self._hit, goal, completion, play=False)
         elif isinstance(action, act.StartPlay | act.ResumePlay):
             if self._defer_until_motions_end(action, completion, options, drops):
                 return
-            goal = Play.Goal(score=action.play_id, speed=options.speed,
-                             start_bar=options.start_bar, improv=options.improv)
+            goal = Play.Goal(
+                score=action.play_id,
+                speed=options.speed,
+                start_bar=options.start_bar,
+                improv=options.improv,
+            )
             if isinstance(action, act.ResumePlay):
                 goal.start_bar, goal.resume = action.bar, True
             self._send_goal(self._play, goal, completion, play=True)
@@ -390,19 +436,26 @@ class GraphLinks:
         """(action type, goal) of a motion step; None for every other step."""
         if isinstance(action, act.MoveToPose):
             pose = self._poses[action.pose]
-            return Move, Move.Goal(joint_names=list(self._joint_names),
-                                   positions_rad=[float(v) for v in pose],
-                                   duration_s=action.duration_s, profile=action.profile.value)
+            return Move, Move.Goal(
+                joint_names=list(self._joint_names),
+                positions_rad=[float(v) for v in pose],
+                duration_s=action.duration_s,
+                profile=action.profile.value,
+            )
         if isinstance(action, act.LookAt):
-            return Look, Look.Goal(pan_rad=action.pan_rad, tilt_rad=action.tilt_rad,
-                                   duration_s=action.duration_s)
+            return Look, Look.Goal(
+                pan_rad=action.pan_rad, tilt_rad=action.tilt_rad, duration_s=action.duration_s
+            )
         if isinstance(action, act.PerformGesture):
             return Gesture, Gesture.Goal(gesture=action.name)
         if isinstance(action, act.MoveJoints):
             names, positions = zip(*action.targets, strict=True)
-            return Move, Move.Goal(joint_names=list(names), positions_rad=list(positions),
-                                   duration_s=action.duration_s,
-                                   profile=options.profile or action.profile.value)
+            return Move, Move.Goal(
+                joint_names=list(names),
+                positions_rad=list(positions),
+                duration_s=action.duration_s,
+                profile=options.profile or action.profile.value,
+            )
         return None
 
     def _defer_until_motions_end(self, action, completion, options, drops: int) -> bool:
@@ -488,11 +541,13 @@ class GraphLinks:
         its lifecycle state (which also waits for its start-up configure) and whether it has
         seen every node it watches (``HardwareLifecycle.meet``).
         """
-        probes = ((self._motion[Move], Move.Goal(joint_names=['(discovery probe)'])),
-                  (self._motion[Look], Look.Goal(pan_rad=math.nan)),
-                  (self._motion[Gesture], Gesture.Goal(gesture='(discovery probe)')),
-                  (self._play, Play.Goal(score='(discovery probe)')),
-                  (self._hit, Hit.Goal(instrument='(discovery probe)')))
+        probes = (
+            (self._motion[Move], Move.Goal(joint_names=['(discovery probe)'])),
+            (self._motion[Look], Look.Goal(pan_rad=math.nan)),
+            (self._motion[Gesture], Gesture.Goal(gesture='(discovery probe)')),
+            (self._play, Play.Goal(score='(discovery probe)')),
+            (self._hit, Hit.Goal(instrument='(discovery probe)')),
+        )
         for client, goal in probes:
             retry(lambda c=client, g=goal: self._probe(c, g), client._action_name)
         self._hardware.meet()
@@ -505,15 +560,17 @@ class GraphLinks:
         if handle.accepted:
             wait_for(handle.get_result_async(), client._action_name, RETRY_ATTEMPT_S)
 
-    def _send_goal(self, client: ActionClient, goal, completion: Completion | None,
-                   play: bool) -> None:
+    def _send_goal(
+        self, client: ActionClient, goal, completion: Completion | None, play: bool
+    ) -> None:
         self._require(serving_node(client._action_name))
         if not client.wait_for_server(timeout_sec=STEP_TIMEOUT_S):
             raise RuntimeError(f'action {client._action_name} is not available')
         self._await_accepted(self._dispatch(client, goal, completion, play))
 
-    def _dispatch(self, client: ActionClient, goal, completion: Completion | None,
-                  play: bool) -> SentGoal:
+    def _dispatch(
+        self, client: ActionClient, goal, completion: Completion | None, play: bool
+    ) -> SentGoal:
         """Send a goal (never waits); :meth:`_await_accepted` follows it up."""
         feedback = None
         if completion is not None and completion.on_feedback is not None:
@@ -523,10 +580,10 @@ class GraphLinks:
             if feedback is not None:
                 feedback(message.feedback)
 
-        future = client.send_goal_async(goal, feedback_callback=on_feedback,
-                                        goal_uuid=signed_goal_id(self._key))
-        sent = SentGoal(client._action_name, future, getattr(goal, 'score', ''), play,
-                        completion)
+        future = client.send_goal_async(
+            goal, feedback_callback=on_feedback, goal_uuid=signed_goal_id(self._key)
+        )
+        sent = SentGoal(client._action_name, future, getattr(goal, 'score', ''), play, completion)
         with self._count_lock:  # before the goal's result can arrive (_await_accepted)
             self._motions_in_flight += 0 if play else 1
             self._running[id(sent)] = sent
@@ -542,9 +599,13 @@ class GraphLinks:
             self._end(sent, None, False, 'goal was not accepted')
             return
         handle.get_result_async().add_done_callback(
-            lambda future: self._end(sent, future.result().result,
-                                     bool(future.result().result.success),
-                                     future.result().result.reason))
+            lambda future: self._end(
+                sent,
+                future.result().result,
+                bool(future.result().result.success),
+                future.result().result.reason,
+            )
+        )
 
     def _end(self, sent: SentGoal, result, success: bool, reason: str) -> None:
         """A goal's end, once: its result, or its node going down."""
@@ -553,8 +614,15 @@ class GraphLinks:
                 return
         self._motion_ended(sent.play_id, sent.play, result, sent.completion, success, reason)
 
-    def _motion_ended(self, play_id: str, play: bool, result, completion: Completion | None,
-                      success: bool, reason: str) -> None:
+    def _motion_ended(
+        self,
+        play_id: str,
+        play: bool,
+        result,
+        completion: Completion | None,
+        success: bool,
+        reason: str,
+    ) -> None:
         if completion is not None and not completion.done.is_set():
             completion.finish(success, reason, result)
         if not success and not play:  # a play's end is logged by the node

@@ -72,7 +72,7 @@ PARAMETERS = {
     'motion_lead_s': (
         0.0,
         'the motion runs this far ahead of the music so the sticks land on the beat: the '
-        'drives\' delay in following their commands, s (0..0.05)',
+        "drives' delay in following their commands, s (0..0.05)",
     ),
     'pedal_lead_s': (
         0.0,
@@ -291,8 +291,13 @@ class HitLog:
         self._log = CappedCsvLog(folder / 'hits.csv', HIT_LOG_COLUMNS)
         self.path = self._log.path
 
-    def write(self, now_ns: int, hits: Sequence[ScheduledHit], timebase: TimeBase,
-              to_monotonic_ns: int = 0) -> None:
+    def write(
+        self,
+        now_ns: int,
+        hits: Sequence[ScheduledHit],
+        timebase: TimeBase,
+        to_monotonic_ns: int = 0,
+    ) -> None:
         """Append the rows of ``hits`` reported at ``now_ns`` (the node's stamp clock, ns);
         ``to_monotonic_ns`` is added to every time to express it on the robot clock."""
         now_ns += to_monotonic_ns

@@ -277,7 +277,7 @@ PARAMETERS = {
     'publish_lead_s': (0.1, 'a chunk is published this long before its start stamp, s'),
     'start_lead_s': (
         0.005,
-        'a motion from rest starts this long after it is planned: the first chunk\'s trip to '
+        "a motion from rest starts this long after it is planned: the first chunk's trip to "
         'the bus loop (one arriving later is blended in from the held target), s',
     ),
     'publish_period_s': (0.01, 'period of the publishing / feedback / completion timer, s'),

@@ -147,9 +147,16 @@ class ScorePlayer(Node):
         self._play_list = PlayListFile(self.config.play_list) if self.config.play_list else None
         if self._play_list is None:
             self.get_logger().warning('no play list found: no score can be played, only HITs')
-        self.session = PlaySession(self.robot, None, self.config.margin_s, self.config.lead_s,
-                                   self.config.wrist_torque, self.config.motion_lead_s,
-                                   self.config.pedal_lead_s, JointTable.from_model(model))
+        self.session = PlaySession(
+            self.robot,
+            None,
+            self.config.margin_s,
+            self.config.lead_s,
+            self.config.wrist_torque,
+            self.config.motion_lead_s,
+            self.config.pedal_lead_s,
+            JointTable.from_model(model),
+        )
         warn = self.get_logger().warning
         self.audio: AudioPlayer = audio_player or make_audio_player(
             self.config.audio_command, lambda: self._clock_ns() * 1e-9, warn
@@ -173,15 +180,21 @@ class ScorePlayer(Node):
             LATCHED,
             callback_group=io_group,
         )
-        self.create_subscription(String, 'trajectory_generator/rejected_chunks',
-                                 self._on_rejected, 10, callback_group=io_group)
-        self.create_subscription(HardwareStatus, 'hardware/status', self._on_hardware, LATCHED,
-                                 callback_group=io_group)
+        self.create_subscription(
+            String,
+            'trajectory_generator/rejected_chunks',
+            self._on_rejected,
+            10,
+            callback_group=io_group,
+        )
+        self.create_subscription(
+            HardwareStatus, 'hardware/status', self._on_hardware, LATCHED, callback_group=io_group
+        )
         watched = [name for name in self.declare_parameter('watched_nodes', ['']).value if name]
-        liveness_timeout_s = float(self.declare_parameter(
-            'liveness_timeout_s', DEFAULT_LIVENESS_TIMEOUT_S).value)
-        self._liveness = Liveness(self, watched, liveness_timeout_s,
-                                  on_down=self._on_node_down)
+        liveness_timeout_s = float(
+            self.declare_parameter('liveness_timeout_s', DEFAULT_LIVENESS_TIMEOUT_S).value
+        )
+        self._liveness = Liveness(self, watched, liveness_timeout_s, on_down=self._on_node_down)
 
         self.create_service(Trigger, '~/pause', self._on_pause, callback_group=io_group)
         self.create_service(Trigger, '~/stop', self._on_stop, callback_group=io_group)
@@ -252,8 +265,10 @@ class ScorePlayer(Node):
         if self._closing:
             return 'score_player is shutting down'
         if not self._key.owns_goal_id(goal_handle.goal_id.uuid):
-            return ('refused: goals here come only from the behavior planner of this graph '
-                    '(send /phil/play or /phil/hit)')
+            return (
+                'refused: goals here come only from the behavior planner of this graph '
+                '(send /phil/play or /phil/hit)'
+            )
         if self._goal is not None:
             return f'busy: a {self._goal.kind} is still running; stop it or wait for DRUM END'
         if self._state is None:
@@ -301,8 +316,9 @@ class ScorePlayer(Node):
         try:
             # The whole play generated and checked first (nothing moves if it cannot be
             # played); the start time is taken after it.
-            self.session.check(score, current_positions_rad=self._start_pose()[1], speed=speed,
-                               start_bar=bar)
+            self.session.check(
+                score, current_positions_rad=self._start_pose()[1], speed=speed, start_bar=bar
+            )
             now, positions = self._start_pose()
             chunks = self.session.start(
                 score,
@@ -314,8 +330,7 @@ class ScorePlayer(Node):
             )
         except _GOAL_ERRORS as error:
             return str(error)
-        goal = self._goal = _Goal(goal_handle, 'play', chunks[0].start_time_s,
-                                  waking_future(self))
+        goal = self._goal = _Goal(goal_handle, 'play', chunks[0].start_time_s, waking_future(self))
         self._ticks.resume()
         self._publish(chunks)
         track = self._track('' if request.resume else self.session.audio)
@@ -343,8 +358,9 @@ class ScorePlayer(Node):
         except _GOAL_ERRORS as error:
             return str(error)
         impact = self.session.commanded_hits[0].command_time_s
-        goal = self._goal = _Goal(goal_handle, 'hit', chunks[0].start_time_s,
-                                  waking_future(self), impact_s=impact)
+        goal = self._goal = _Goal(
+            goal_handle, 'hit', chunks[0].start_time_s, waking_future(self), impact_s=impact
+        )
         self._ticks.resume()
         self._publish(chunks)
         self.audio.arm(None)
@@ -489,8 +505,10 @@ class ScorePlayer(Node):
             goal, self._goal = self._goal, None
             if goal is None:
                 return
-            reason = f'the trajectory generator refused {msg.data}; the robot holds where ' \
-                     'the accepted motion ends'
+            reason = (
+                f'the trajectory generator refused {msg.data}; the robot holds where '
+                'the accepted motion ends'
+            )
             self.get_logger().error(f'{goal.kind} aborted: {reason}')
             self.audio.stop()
             self.session.discard()
@@ -501,12 +519,16 @@ class ScorePlayer(Node):
         """The hardware latched: nothing after the latch was played."""
         if not (msg.estop or msg.faults):
             return
-        stamps = [self._timebase.from_stamp(fault.stamp) for fault in msg.faults
-                  if fault.stamp.sec or fault.stamp.nanosec]
+        stamps = [
+            self._timebase.from_stamp(fault.stamp)
+            for fault in msg.faults
+            if fault.stamp.sec or fault.stamp.nanosec
+        ]
         reason = msg.faults[0].reason if msg.faults else 'emergency stop'
         with self._lock:
-            self._motion_stopped(min(stamps, default=self._now_s()),
-                                 f'the hardware latched: {reason}')
+            self._motion_stopped(
+                min(stamps, default=self._now_s()), f'the hardware latched: {reason}'
+            )
 
     def _on_node_down(self, down: NodeDown) -> None:
         """A node the motion goes through stopped: nothing after its last heartbeat counts."""
@@ -523,8 +545,11 @@ class ScorePlayer(Node):
             return
         self._report(goal, self.session.due_hits(stop_s))
         result_type = Play.Result if goal.kind == 'play' else Hit.Result
-        result = convert.play_result(goal.hits, self.session.wall_time_at) \
-            if goal.kind == 'play' else result_type()
+        result = (
+            convert.play_result(goal.hits, self.session.wall_time_at)
+            if goal.kind == 'play'
+            else result_type()
+        )
         point = self.session.halted(stop_s)
         if point is not None:
             result.resume_valid, result.resume_bar = True, point.bar

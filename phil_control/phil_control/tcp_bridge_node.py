@@ -55,22 +55,30 @@ PLANNER_NODE = '/behavior_planner'
 # The GET_STATUS that must be answered before the port opens is asked again after this.
 PROBE_ATTEMPT_S = 1.0
 
-LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
-                     reliability=ReliabilityPolicy.RELIABLE)
+LATCHED = QoSProfile(
+    depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE
+)
 
 
 class PlannerHandler:
     """The TCP server's CommandHandler: forwards commands to the behavior planner; ESTOP goes
     to the hardware's ESTOP word first."""
 
-    def __init__(self, node: Node, timeout_s: float, liveness_timeout_s: float,
-                 key: GraphKey, on_planner_down: Callable[[], None] = lambda: None) -> None:
+    def __init__(
+        self,
+        node: Node,
+        timeout_s: float,
+        liveness_timeout_s: float,
+        key: GraphKey,
+        on_planner_down: Callable[[], None] = lambda: None,
+    ) -> None:
         self._client = node.create_client(Command, '/phil/command')
         self._timeout_s = timeout_s
         self._status: RobotStatus | None = None
         self._hardware: HardwareStatus | None = None
         self._estop_word = estop_word_name(node.context.get_domain_id(), HARDWARE_NODE)
         self._estop_problem = ''
+
         def planner_down(_down) -> None:
             self._wake_waiting()
             on_planner_down()
@@ -104,16 +112,24 @@ class PlannerHandler:
             # Latched already (estop_now); the planner follows the hardware's status.
             if self._client.service_is_ready():
                 self._client.call_async(Command.Request(line='ESTOP'))
-            return HandlerReply(True, 'the hardware latched; behavior_planner is not '
-                                      'answering' if planner_down else '')
+            return HandlerReply(
+                True,
+                'the hardware latched; behavior_planner is not answering' if planner_down else '',
+            )
         if isinstance(command, cmd.Quit) and planner_down:
             self.shutdown.send('QUIT while behavior_planner is down')
             self.shutdown_sent = True
-            return HandlerReply(True, 'behavior_planner is not answering: the graph shuts down '
-                                      'without the shutdown pose')
+            return HandlerReply(
+                True,
+                'behavior_planner is not answering: the graph shuts down '
+                'without the shutdown pose',
+            )
         if planner_down:  # its calls would wait in vain
-            return HandlerReply(False, 'behavior_planner is not answering; only ESTOP, QUIT '
-                                       'and GET_STATUS are served now')
+            return HandlerReply(
+                False,
+                'behavior_planner is not answering; only ESTOP, QUIT '
+                'and GET_STATUS are served now',
+            )
         if not self._client.wait_for_service(timeout_sec=self._timeout_s):
             return HandlerReply(False, 'behavior_planner is not running')
         done = threading.Event()
@@ -136,8 +152,10 @@ class PlannerHandler:
             return HandlerReply(isinstance(command, cmd.Quit), 'the graph is shutting down')
         if not self.liveness.alive(PLANNER_NODE):
             return HandlerReply(False, 'behavior_planner went down before it answered')
-        return HandlerReply(False, f'behavior_planner did not answer within '
-                                   f'{self._timeout_s + COMMAND_WAIT_S:.1f} s')
+        return HandlerReply(
+            False,
+            f'behavior_planner did not answer within {self._timeout_s + COMMAND_WAIT_S:.1f} s',
+        )
 
     def ask_planner(self):
         """One GET_STATUS to the planner (the future), to find out that its answers reach us."""
@@ -162,14 +180,20 @@ class PlannerHandler:
         status = self._status or RobotStatus(state=RobotStatus.STATE_STANDBY, speed=1.0)
         listed = status.state != RobotStatus.STATE_STANDBY
         state = status.state
-        if not self.liveness.alive(PLANNER_NODE):   # its last word is stale: the hardware's
+        if not self.liveness.alive(PLANNER_NODE):  # its last word is stale: the hardware's
             hardware = self._hardware
-            state = RobotStatus.STATE_ESTOP if hardware is not None and hardware.estop \
+            state = (
+                RobotStatus.STATE_ESTOP
+                if hardware is not None and hardware.estop
                 else RobotStatus.STATE_FAULT
-        return format_status(state,
-                             list(status.commanded_positions_rad) if listed else None,
-                             status.speed, status.resume_play_id if status.resume_valid else None,
-                             status.resume_bar)
+            )
+        return format_status(
+            state,
+            list(status.commanded_positions_rad) if listed else None,
+            status.speed,
+            status.resume_play_id if status.resume_valid else None,
+            status.resume_bar,
+        )
 
 
 class TcpBridge(Node):
@@ -187,36 +211,51 @@ class TcpBridge(Node):
         max_lines_per_s = float(self.declare_parameter('max_lines_per_s', 100.0).value)
         max_commands_per_s = float(self.declare_parameter('max_commands_per_s', 20.0).value)
         log_dir = str(self.declare_parameter('log_dir', '').value)
-        if not timeout_s > 0:   # the server's config checks the others
+        if not timeout_s > 0:  # the server's config checks the others
             raise ValueError(f'parameter reply_timeout_s = {timeout_s} must be > 0 s')
-        liveness_timeout_s = float(self.declare_parameter(
-            'liveness_timeout_s', DEFAULT_LIVENESS_TIMEOUT_S).value)
+        liveness_timeout_s = float(
+            self.declare_parameter('liveness_timeout_s', DEFAULT_LIVENESS_TIMEOUT_S).value
+        )
         # The port also opens when the planner goes down before it did: ESTOP and QUIT (which
         # then ends the graph at once) must reach the robot whatever else is wrong.
-        self._handler = PlannerHandler(self, timeout_s, liveness_timeout_s,
-                                       GraphKey.from_environment(),
-                                       on_planner_down=lambda: self._listen())
+        self._handler = PlannerHandler(
+            self,
+            timeout_s,
+            liveness_timeout_s,
+            GraphKey.from_environment(),
+            on_planner_down=lambda: self._listen(),
+        )
         self._probe = None
         self._listening = False
         self._closing = False
         self.create_subscription(RobotStatus, '/phil/status', self._on_status, LATCHED)
-        self.create_subscription(HardwareStatus, '/hardware/status', self._handler.set_hardware,
-                                 LATCHED)
+        self.create_subscription(
+            HardwareStatus, '/hardware/status', self._handler.set_hardware, LATCHED
+        )
         self._log = CommandCsvLog(Path(log_dir) / 'commands.csv') if log_dir else None
         vocabulary = ProtocolVocabulary.from_robot_model(
-            default_robot_model(), look_joints=('head_yaw', 'head_pitch'))
-        self._server = TcpServer(self._handler, vocabulary,
-                                 TcpServerConfig(host=address, port=port,
-                                                 max_line_bytes=max_line,
-                                                 max_clients=max_clients,
-                                                 idle_timeout_s=idle_timeout_s,
-                                                 max_lines_per_s=max_lines_per_s,
-                                                 max_commands_per_s=max_commands_per_s),
-                                 command_log=self._log, clock=time.monotonic)
+            default_robot_model(), look_joints=('head_yaw', 'head_pitch')
+        )
+        self._server = TcpServer(
+            self._handler,
+            vocabulary,
+            TcpServerConfig(
+                host=address,
+                port=port,
+                max_line_bytes=max_line,
+                max_clients=max_clients,
+                idle_timeout_s=idle_timeout_s,
+                max_lines_per_s=max_lines_per_s,
+                max_commands_per_s=max_commands_per_s,
+            ),
+            command_log=self._log,
+            clock=time.monotonic,
+        )
         host, bound_port = self._server.bind()
         self._probe_timer = self.create_timer(PROBE_ATTEMPT_S, self._ask_planner)
-        self.get_logger().info(f'{host}:{bound_port} taken; listening once the robot is in '
-                               'STANDBY')
+        self.get_logger().info(
+            f'{host}:{bound_port} taken; listening once the robot is in STANDBY'
+        )
 
     def _on_status(self, status: RobotStatus) -> None:
         self._handler.set_status(status)
@@ -236,8 +275,11 @@ class TcpBridge(Node):
 
     def _listen(self, answer=None) -> None:
         """Listen (once; an unanswered probe is asked again by the timer)."""
-        if self._listening or self._closing or (answer is not None and (
-                answer.cancelled() or answer.exception() is not None)):
+        if (
+            self._listening
+            or self._closing
+            or (answer is not None and (answer.cancelled() or answer.exception() is not None))
+        ):
             return
         self._listening = True
         self._probe_timer.cancel()
@@ -247,16 +289,19 @@ class TcpBridge(Node):
             # Another server took the port between our bind and listen (two graphs started
             # on one port). Like a refused parameter: one line, status 78, and the launcher
             # stops the graph; exiting from here is the one way out of a done callback.
-            self.get_logger().fatal(f'configuration refused: cannot listen on the TCP port: '
-                                    f'{error}')
+            self.get_logger().fatal(
+                f'configuration refused: cannot listen on the TCP port: {error}'
+            )
             os._exit(CONFIG_ERROR_EXIT)
-        self.get_logger().info(f'listening on {host}:{bound_port} (brain protocol; send '
-                               f'PROTOCOL|2 for acknowledged mode)')
+        self.get_logger().info(
+            f'listening on {host}:{bound_port} (brain protocol; send '
+            f'PROTOCOL|2 for acknowledged mode)'
+        )
 
     def on_graph_shutdown(self) -> None:
         self._closing = True
         self._handler.graph_ending()
-        self._server.stop()   # after the replies of the commands being handled
+        self._server.stop()  # after the replies of the commands being handled
 
     def destroy_node(self) -> None:
         # Also runs on a node Ctrl-C interrupted in __init__ (rclpy's shutdown destroys it).
@@ -266,7 +311,7 @@ class TcpBridge(Node):
             self._log.close()
         handler = getattr(self, '_handler', None)
         if handler is not None and handler.shutdown_sent and self.context.ok():
-            handler.shutdown.wait_delivered()   # every node must hold it before we leave
+            handler.shutdown.wait_delivered()  # every node must hold it before we leave
         super().destroy_node()
 
 

@@ -190,11 +190,15 @@ class TrajectoryGenerator(Node):
         # joint_states: every delivery costs a wake of this multi-threaded executor.
         if not initial:
             self.create_subscription(
-                MotorStates, 'hardware/motor_states', self._on_motor_states, 10,
+                MotorStates,
+                'hardware/motor_states',
+                self._on_motor_states,
+                10,
                 callback_group=io_group,
             )
-        self.create_subscription(HardwareStatus, 'hardware/status', self._on_hardware,
-                                 LATCHED, callback_group=io_group)
+        self.create_subscription(
+            HardwareStatus, 'hardware/status', self._on_hardware, LATCHED, callback_group=io_group
+        )
         self.create_service(Trigger, '~/halt', self._on_halt, callback_group=io_group)
         self._servers = [
             ActionServer(
@@ -257,9 +261,11 @@ class TrajectoryGenerator(Node):
             if self._closing:
                 problem = 'trajectory_generator is shutting down'
             elif not self._key.owns_goal_id(goal_handle.goal_id.uuid):
-                problem = (f'refused: {action.__name__} goals here come only from the '
-                           'behavior planner of this graph (send them to '
-                           f'/phil/{action.__name__.lower()})')
+                problem = (
+                    f'refused: {action.__name__} goals here come only from the '
+                    'behavior planner of this graph (send them to '
+                    f'/phil/{action.__name__.lower()})'
+                )
             elif self._latched:
                 problem = f'the hardware is latched: {self._latched}'
             elif isinstance(request, Rejection):
@@ -279,7 +285,10 @@ class TrajectoryGenerator(Node):
                 else:
                     problem = None
                     goal = _Goal(
-                        goal_handle, action.Feedback, planned.motion_start_s, planned.end_s,
+                        goal_handle,
+                        action.Feedback,
+                        planned.motion_start_s,
+                        planned.end_s,
                         waking_future(self),
                     )
                     self._goals.append(goal)
@@ -366,8 +375,9 @@ class TrajectoryGenerator(Node):
         self._pending.clear()
 
     def _publish_chunk(self, chunk: Chunk) -> None:
-        self._chunk_pub.publish(sign_message(self._key,
-                                             convert.chunk_to_msg(chunk, self._timebase)))
+        self._chunk_pub.publish(
+            sign_message(self._key, convert.chunk_to_msg(chunk, self._timebase))
+        )
 
     def _on_hardware(self, msg: HardwareStatus) -> None:
         """Follow the hardware latch: on it, end every goal, drop queued chunks and start the
@@ -385,11 +395,14 @@ class TrajectoryGenerator(Node):
                 self._resolve(goal, 'abort', f'the hardware latched: {reason}')
             self._pending.clear()
             positions, _ = self._planner.sample(now)
-            self._planner.forget(self._measured if self._measured is not None else positions[0],
-                                 now)
+            self._planner.forget(
+                self._measured if self._measured is not None else positions[0], now
+            )
             self._publish_state()
-        self.get_logger().warning(f'hardware latched ({reason}): goals ended, queued motion '
-                                  'dropped; the commanded state follows the measured pose')
+        self.get_logger().warning(
+            f'hardware latched ({reason}): goals ended, queued motion '
+            'dropped; the commanded state follows the measured pose'
+        )
 
     def _halt(self, now: float) -> tuple[float, float]:
         """Stop from the commanded sample publish_lead_s ahead (lock held): (halt, rest) times."""
@@ -432,7 +445,9 @@ class TrajectoryGenerator(Node):
         if not signed_by(self._key, msg):
             self.get_logger().error(
                 f'chunk {msg.sequence} on ~/chunks refused: not signed with the graph key '
-                "(only the score player's chunks are forwarded)", throttle_duration_sec=2.0)
+                "(only the score player's chunks are forwarded)",
+                throttle_duration_sec=2.0,
+            )
             return
         chunk = convert.msg_to_chunk(msg, self._timebase)
         with self._lock:

@@ -39,11 +39,16 @@ class TrajectoryCsvLog:
         self.path = path
         self.joint_names = tuple(joint_names)
         self._column = {name: index for index, name in enumerate(self.joint_names)}
-        self._log = CappedCsvLog(path, ['t', *(f'joint {i}'
-                                               for i in range(len(self.joint_names)))])
+        self._log = CappedCsvLog(
+            path, ['t', *(f'joint {i}' for i in range(len(self.joint_names)))]
+        )
 
-    def write_points(self, times_s: ArrayLike, positions_rad: ArrayLike,
-                     joint_names: Sequence[str] | None = None) -> None:
+    def write_points(
+        self,
+        times_s: ArrayLike,
+        positions_rad: ArrayLike,
+        joint_names: Sequence[str] | None = None,
+    ) -> None:
         """Append points.
 
         Args:
@@ -67,7 +72,7 @@ class TrajectoryCsvLog:
             for column, value in zip(columns, point, strict=True):
                 cells[column] = f'{value:.6f}'
             rows.append([f'{time_s:.6f}', *cells])
-        self._log.writerows(rows)   # one chunk never split over two files
+        self._log.writerows(rows)  # one chunk never split over two files
 
     def write_msg(self, msg, stamp_offset_ns: int = 0) -> None:
         """Append the points of a ``TrajectoryChunk`` message.
@@ -80,11 +85,16 @@ class TrajectoryCsvLog:
         stamp = trajectory.header.stamp
         start_ns = stamp.sec * _NS_PER_S + stamp.nanosec - stamp_offset_ns
         points = trajectory.points
-        times = [(start_ns + p.time_from_start.sec * _NS_PER_S + p.time_from_start.nanosec)
-                 / _NS_PER_S for p in points]
+        times = [
+            (start_ns + p.time_from_start.sec * _NS_PER_S + p.time_from_start.nanosec) / _NS_PER_S
+            for p in points
+        ]
         positions = [list(p.positions) for p in points]
-        self.write_points(times, np.array(positions, dtype=float).reshape(
-            len(points), len(trajectory.joint_names)), trajectory.joint_names)
+        self.write_points(
+            times,
+            np.array(positions, dtype=float).reshape(len(points), len(trajectory.joint_names)),
+            trajectory.joint_names,
+        )
 
     def close(self) -> None:
         """Close the file (later writes are ignored)."""
@@ -102,8 +112,9 @@ class LoggingPublisher:
             the stamps are CLOCK_MONOTONIC already.
     """
 
-    def __init__(self, publisher, log: TrajectoryCsvLog,
-                 stamp_clock_ns: Callable[[], int] | None = None) -> None:
+    def __init__(
+        self, publisher, log: TrajectoryCsvLog, stamp_clock_ns: Callable[[], int] | None = None
+    ) -> None:
         self.publisher = publisher
         self.log = log
         self._stamp_clock_ns = stamp_clock_ns
@@ -126,11 +137,16 @@ class LoggingPublisher:
         return getattr(self.publisher, name)
 
 
-def logging_publisher(publisher, log_dir: str, joint_names: Sequence[str],
-                      stamp_clock_ns: Callable[[], int] | None = None):
+def logging_publisher(
+    publisher,
+    log_dir: str,
+    joint_names: Sequence[str],
+    stamp_clock_ns: Callable[[], int] | None = None,
+):
     """``publisher`` itself when ``log_dir`` is '' (logging off), else a ``LoggingPublisher``
     writing ``<log_dir>/trajectory.csv``."""
     if not log_dir:
         return publisher
-    return LoggingPublisher(publisher, TrajectoryCsvLog(Path(log_dir) / FILE_NAME, joint_names),
-                            stamp_clock_ns)
+    return LoggingPublisher(
+        publisher, TrajectoryCsvLog(Path(log_dir) / FILE_NAME, joint_names), stamp_clock_ns
+    )

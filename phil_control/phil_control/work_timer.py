@@ -25,8 +25,13 @@ class WorkTimer:
         callback_group: Group of the timer.
     """
 
-    def __init__(self, node: Node, period_s: float, callback: Callable[[], None],
-                 callback_group: CallbackGroup) -> None:
+    def __init__(
+        self,
+        node: Node,
+        period_s: float,
+        callback: Callable[[], None],
+        callback_group: CallbackGroup,
+    ) -> None:
         self._node = node
         self._timer = node.create_timer(period_s, callback, callback_group=callback_group)
 

@@ -69,13 +69,24 @@ def machine_in(situation):
 
 
 SITUATIONS = {
-    'standby': RobotState.STANDBY, 'starting': RobotState.INIT, 'init': RobotState.INIT,
-    'idle': RobotState.IDLE, 'playing': RobotState.PLAYING,
-    'shuttingdown': RobotState.SHUTTINGDOWN, 'fault': RobotState.FAULT,
-    'estop': RobotState.ESTOP, 'fault_standby': RobotState.FAULT,
+    'standby': RobotState.STANDBY,
+    'starting': RobotState.INIT,
+    'init': RobotState.INIT,
+    'idle': RobotState.IDLE,
+    'playing': RobotState.PLAYING,
+    'shuttingdown': RobotState.SHUTTINGDOWN,
+    'fault': RobotState.FAULT,
+    'estop': RobotState.ESTOP,
+    'fault_standby': RobotState.FAULT,
 }
-MOTIONS = [Look(0.1, 0.2), Gesture('nod'), Move((('waist', math.radians(10)),), None),
-           Pose('ready'), Hit('snare'), Play('BF')]
+MOTIONS = [
+    Look(0.1, 0.2),
+    Gesture('nod'),
+    Move((('waist', math.radians(10)),), None),
+    Pose('ready'),
+    Hit('snare'),
+    Play('BF'),
+]
 ALWAYS = [GetStatus(), Protocol(2), Estop()]
 ALWAYS_TYPES = (GetStatus, Protocol, Estop)
 
@@ -91,8 +102,18 @@ ACCEPTED = {
     'estop': [Reset(), Quit()],
     'fault_standby': [Reset(), Quit()],
 }
-ALL_COMMANDS = [Start(), Ready(), Quit(), *MOTIONS, Resume(), Pause(), PlayCtrlStop(),
-                PlayCtrlSpeed(1.5), Reset(), *ALWAYS]
+ALL_COMMANDS = [
+    Start(),
+    Ready(),
+    Quit(),
+    *MOTIONS,
+    Resume(),
+    Pause(),
+    PlayCtrlStop(),
+    PlayCtrlSpeed(1.5),
+    Reset(),
+    *ALWAYS,
+]
 
 
 def test_situations_reach_their_states():
@@ -100,8 +121,9 @@ def test_situations_reach_their_states():
         assert machine_in(situation).state is state, situation
 
 
-@pytest.mark.parametrize(('situation', 'command'),
-                         list(itertools.product(SITUATIONS, ALL_COMMANDS)))
+@pytest.mark.parametrize(
+    ('situation', 'command'), list(itertools.product(SITUATIONS, ALL_COMMANDS))
+)
 def test_gating_matrix(situation, command):
     machine = machine_in(situation)
     before = machine.state
@@ -123,7 +145,8 @@ def test_gating_matrix(situation, command):
 def test_motion_rejection_reason_names_state_and_rule():
     machine = machine_in('playing')
     assert machine.decide(Hit('snare')).reason == (
-        'HIT rejected: robot is PLAYING; motions are allowed only in IDLE')
+        'HIT rejected: robot is PLAYING; motions are allowed only in IDLE'
+    )
 
 
 def test_before_the_first_trajectory_only_start_and_quit():
@@ -155,7 +178,10 @@ def test_rejections_do_not_change_state_speed_or_resume_point():
         assert not machine.decide(command).accepted
     after = machine.snapshot()
     assert (after.state, after.speed, after.resume_point) == (
-        before.state, before.speed, before.resume_point)
+        before.state,
+        before.speed,
+        before.resume_point,
+    )
 
 
 def test_config_rejects_role_poses_the_model_lacks():

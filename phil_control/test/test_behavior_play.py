@@ -84,11 +84,14 @@ def test_motion_commands_request_their_motions_with_upstream_times():
     assert machine.decide(Gesture('wave')).actions == (PerformGesture('wave'),)
     targets = (('waist', math.radians(10)),)
     assert machine.decide(Move(targets, None)).actions == (
-        MoveJoints(targets, 3.0, Profile.COSINE),)
+        MoveJoints(targets, 3.0, Profile.COSINE),
+    )
     assert machine.decide(Move(targets, 1.5)).actions == (
-        MoveJoints(targets, 1.5, Profile.COSINE),)
+        MoveJoints(targets, 1.5, Profile.COSINE),
+    )
     assert machine.decide(Pose('ready')).actions == (
-        MoveToPose('ready', 3.0, Profile.TRAPEZOIDAL),)
+        MoveToPose('ready', 3.0, Profile.TRAPEZOIDAL),
+    )
     hit = machine.decide(Hit('closed hihat'))
     assert hit.actions == (StrikeInstrument('closed hihat'),)
     assert hit.state is RobotState.IDLE
@@ -111,9 +114,9 @@ def test_pause_saves_a_point_and_resume_uses_it_up():
     machine.decide(Play('BF'))
     pause = machine.decide(Pause())
     assert pause.actions == (PausePlay(),) and pause.state is RobotState.PLAYING
-    assert machine.decide(Pause()).actions == ()          # asked once
+    assert machine.decide(Pause()).actions == ()  # asked once
     assert machine.play_paused(ResumePoint('BF', 3)).state is RobotState.IDLE
-    machine.decide(Look(0.0, 0.0))                        # other motions keep the point
+    machine.decide(Look(0.0, 0.0))  # other motions keep the point
     assert machine.resume_point == ResumePoint('BF', 3)
     resume = machine.decide(Resume())
     assert resume.actions == (ResumePlay('BF', 3),) and resume.state is RobotState.PLAYING
@@ -241,8 +244,12 @@ def test_shutdown_from_outside_in_any_state():
 
 
 def test_configured_pose_names_and_times_are_used():
-    config = BehaviorConfig(start_pose='init', shutdown_pose='home', start_duration_s=4.0,
-                            pose_names=tuple(MODEL.poses))
+    config = BehaviorConfig(
+        start_pose='init',
+        shutdown_pose='home',
+        start_duration_s=4.0,
+        pose_names=tuple(MODEL.poses),
+    )
     machine = StateMachine(config)
     assert machine.decide(Start()).actions[1] == MoveToPose('init', 4.0, Profile.COSINE)
     machine.start_completed()

@@ -35,17 +35,25 @@ class StandInGenerator:
     def __init__(self, node) -> None:
         self.arrivals: list[str] = []
         self.hold_halt = threading.Event()
-        self.hold_look = threading.Event()   # a look runs until it is cleared
+        self.hold_look = threading.Event()  # a look runs until it is cleared
         self.halt_arrived = threading.Event()
         group = ReentrantCallbackGroup()
-        self._look = ActionServer(node, Look, '/trajectory_generator/look', self._execute,
-                                  goal_callback=self._on_goal, callback_group=group)
-        node.create_service(Trigger, '/trajectory_generator/halt', self._on_halt,
-                            callback_group=group)
+        self._look = ActionServer(
+            node,
+            Look,
+            '/trajectory_generator/look',
+            self._execute,
+            goal_callback=self._on_goal,
+            callback_group=group,
+        )
+        node.create_service(
+            Trigger, '/trajectory_generator/halt', self._on_halt, callback_group=group
+        )
         # The hardware's request service, here so one executor serves both stand-ins.
         self.reset_arrived = threading.Event()
-        node.create_service(HardwareRequest, '/hardware/request', self._on_request,
-                            callback_group=group)
+        node.create_service(
+            HardwareRequest, '/hardware/request', self._on_request, callback_group=group
+        )
 
     def _on_goal(self, goal):
         self.arrivals.append(f'look {goal.pan_rad:.2f}')
@@ -86,14 +94,20 @@ def graph():
         failures: list[str] = []
         generator.shut_down = threading.Event()
         generator.plays_ended = []
-        events = {'motion_finished': lambda: None, 'start_completed': lambda: None,
-                  'play_ended': lambda *args: generator.plays_ended.append(args),
-                  'failed': failures.append,
-                  'shutdown': generator.shut_down.set}
-        links = GraphLinks(planner, ('head_yaw', 'head_pitch'), {}, events,
-                           GraphKey.from_environment())
-        executors = [SingleThreadedExecutor(context=context),
-                     MultiThreadedExecutor(num_threads=3, context=context)]
+        events = {
+            'motion_finished': lambda: None,
+            'start_completed': lambda: None,
+            'play_ended': lambda *args: generator.plays_ended.append(args),
+            'failed': failures.append,
+            'shutdown': generator.shut_down.set,
+        }
+        links = GraphLinks(
+            planner, ('head_yaw', 'head_pitch'), {}, events, GraphKey.from_environment()
+        )
+        executors = [
+            SingleThreadedExecutor(context=context),
+            MultiThreadedExecutor(num_threads=3, context=context),
+        ]
         executors[0].add_node(planner)
         executors[1].add_node(server)
         threads = [threading.Thread(target=executor.spin, daemon=True) for executor in executors]
@@ -154,8 +168,7 @@ def test_a_motion_decided_behind_a_pending_step_waits_its_turn(graph):
     assert failures == []
 
 
-def test_a_motion_whose_server_is_missing_fails_on_the_worker_with_the_reason(graph,
-                                                                            monkeypatch):
+def test_a_motion_whose_server_is_missing_fails_on_the_worker_with_the_reason(graph, monkeypatch):
     links, _generator, failures = graph
     monkeypatch.setattr(planner_links, 'STEP_TIMEOUT_S', 0.5)
     completion = Completion()
@@ -233,11 +246,11 @@ def test_pause_and_speed_of_a_play_held_behind_a_motion_apply_to_it(graph):
     links.submit((act.PausePlay(),))
     assert play.done.wait(WAIT_S)
     assert not play.success and play.reason == 'paused before it started'
-    (play_id, result, success, reason), = generator.plays_ended
+    ((play_id, result, success, reason),) = generator.plays_ended
     assert (play_id, result.resume_valid, result.resume_bar) == ('rock', True, 1)
     generator.hold_look.clear()
     assert wait_for_idle(links)
-    assert links._after_motions is None   # nothing is sent once the look has ended
+    assert links._after_motions is None  # nothing is sent once the look has ended
     assert failures == []
 
 

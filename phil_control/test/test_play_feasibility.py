@@ -27,10 +27,12 @@ def session(tmp_path_factory):
     folder = tmp_path_factory.mktemp('scores')
     shutil.copy(ROOT / 'scores' / 'rock' / 'rock_beat.txt', folder / 'rock.txt')
     (folder / 'too_fast.txt').write_text(TOO_FAST)
-    play_list = load_play_list(write_play_list(folder, {'rock': 'rock.txt',
-                                                        'too_fast': 'too_fast.txt'}))
-    return PlaySession(PlayRobot.from_model(MODEL), play_list,
-                       joint_table=JointTable.from_model(MODEL))
+    play_list = load_play_list(
+        write_play_list(folder, {'rock': 'rock.txt', 'too_fast': 'too_fast.txt'})
+    )
+    return PlaySession(
+        PlayRobot.from_model(MODEL), play_list, joint_table=JointTable.from_model(MODEL)
+    )
 
 
 def test_an_impossible_score_is_refused_whole_naming_its_row_and_the_session_stays_free(session):
@@ -38,9 +40,11 @@ def test_an_impossible_score_is_refused_whole_naming_its_row_and_the_session_sta
     with pytest.raises(ScoreInfeasible) as caught:
         session.check('too_fast', current_positions_rad=home)
     message = str(caught.value)
-    assert message.startswith('too_fast: refused before anything moved: bar 1, line 202 '
-                              '(beat 0.15): too fast: right_wrist'), message
+    assert message.startswith(
+        'too_fast: refused before anything moved: bar 1, line 202 '
+        '(beat 0.15): too fast: right_wrist'
+    ), message
     assert caught.value.bar == 1
-    session.check('rock', current_positions_rad=home)   # a playable score passes
+    session.check('rock', current_positions_rad=home)  # a playable score passes
     chunks = session.start('rock', now_s=100.0, current_positions_rad=home)
     assert chunks and chunks[0].start_time_s > 100.0

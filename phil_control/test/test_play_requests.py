@@ -33,8 +33,10 @@ def score_text(bars: int = 2, bpm: int = 120, comment: str = '') -> str:
     for bar in range(1, bars + 1):
         for eighth in range(8):
             left, kick = (1 if eighth in (2, 6) else 0), (1 if eighth in (0, 4) else 0)
-            rows.append(f'{bar}\t{0.6 if bar == 1 and eighth == 0 else 0.3}\t5\t{left}\t5\t'
-                        f'{6 * left}\t{kick}\t1')
+            rows.append(
+                f'{bar}\t{0.6 if bar == 1 and eighth == 0 else 0.3}\t5\t{left}\t5\t'
+                f'{6 * left}\t{kick}\t1'
+            )
     rows += [f'{bars + 1}\t0.6\t0\t0\t0\t0\t0\t0'] * 4 + ['end']
     return '\n'.join(rows) + '\n'
 
@@ -157,8 +159,9 @@ def test_a_play_list_entry_outside_its_folder_is_an_error(layout, score, problem
     (scores / 'escape').symlink_to(outside, target_is_directory=True)
     (scores / 'evil.txt').symlink_to(outside / 'secret.txt')
     path = scores / 'list.yaml'
-    path.write_text(json.dumps({'bad': {'score': score, 'init_note_right': 5,
-                                        'init_note_left': 1}}))
+    path.write_text(
+        json.dumps({'bad': {'score': score, 'init_note_right': 5, 'init_note_left': 1}})
+    )
     with opened_files() as opened:
         play_list = load_play_list(path)
     assert opened == [str(path)]  # only the play list itself
@@ -180,10 +183,12 @@ def test_a_symlink_inside_the_folder_is_fine(robot, layout):
 def test_a_play_id_that_looks_like_a_path_is_an_error(layout, play_id):
     scores, _ = layout
     path = scores / 'list.yaml'
-    path.write_text(json.dumps({play_id: {'score': 'groove/a.txt', 'init_note_right': 5,
-                                          'init_note_left': 1}}))
-    assert re.search(r"must not contain '/', '\\' or '\.\.'",
-                     load_play_list(path).problems[play_id])
+    path.write_text(
+        json.dumps({play_id: {'score': 'groove/a.txt', 'init_note_right': 5, 'init_note_left': 1}})
+    )
+    assert re.search(
+        r"must not contain '/', '\\' or '\.\.'", load_play_list(path).problems[play_id]
+    )
 
 
 def test_an_upstream_play_list_keeps_its_scores_in_its_scores_folder(tmp_path):
@@ -193,7 +198,7 @@ def test_an_upstream_play_list_keeps_its_scores_in_its_scores_folder(tmp_path):
     (data / 'Fill.txt').write_text(score_text())
     (tmp_path / 'secret.txt').write_text(score_text())
     path = config / 'play_list.json'
-    for name, problem in (('../../secret', "must not go up"), ('/etc/passwd', 'must be relative')):
+    for name, problem in (('../../secret', 'must not go up'), ('/etc/passwd', 'must be relative')):
         entry = {'score': name, 'audio': '', 'init_note_r': 5, 'init_note_l': 1}
         path.write_text(json.dumps({'play_list': {'X': entry}}))
         with pytest.raises(PlayListError, match=rf"entry 'X': 'score' {problem}"):
@@ -208,7 +213,7 @@ def test_a_yaml_error_names_the_place_without_quoting_the_file(tmp_path):
     path.write_text(f'{MARKER}: [unclosed\n')
     with pytest.raises(PlayListError, match=r'not valid YAML at line 2, column 1') as caught:
         load_play_list(path).entry(MARKER)
-    assert str(caught.value).count(MARKER) == 1   # the id asked for; nothing of the file
+    assert str(caught.value).count(MARKER) == 1  # the id asked for; nothing of the file
 
 
 def _run(session, now, until):
@@ -228,8 +233,9 @@ def test_improv_skips_a_symlink_out_of_the_folder_without_opening_it(robot, layo
         _run(session, START_S, START_S + 40.0)
     resolved = {Path(path).resolve() for path in opened}
     assert (outside / 'secret.txt').resolve() not in resolved
-    assert resolved == {(scores / 'groove' / f'{name}.txt').resolve() for name in ('a', 'b',
-                                                                                     'extra')}
+    assert resolved == {
+        (scores / 'groove' / f'{name}.txt').resolve() for name in ('a', 'b', 'extra')
+    }
     ids = [hit.play_id for hit in session.commanded_hits]
     assert ids[0] == 'a' and 'b' in ids and 'groove/extra.txt' in ids  # a file without an id
 

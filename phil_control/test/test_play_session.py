@@ -149,8 +149,10 @@ def test_motion_lead_moves_the_sticks_earlier_and_keeps_the_music(robot, play_li
             np.testing.assert_allclose(after.positions_rad, before.positions_rad, atol=1e-9)
     assert windows > 3
     # DRUM START still starts now; it ends (at the reset pose) the lead earlier.
-    start = {name: [c for c in found if c.kind is ChunkKind.DRUM_START]
-             for name, found in chunks.items()}
+    start = {
+        name: [c for c in found if c.kind is ChunkKind.DRUM_START]
+        for name, found in chunks.items()
+    }
     assert start['early'][0].start_time_s == start['plain'][0].start_time_s
     assert start['early'][-1].end_time_s == pytest.approx(start['plain'][-1].end_time_s - lead)
     assert early.commanded_hits and [h.command_time_s for h in early.commanded_hits] == (
@@ -172,24 +174,30 @@ def test_pedal_lead_moves_only_the_pedals_earlier(robot, play_list, speed):
     for name, pedal_lead_s in (('plain', 0.0), ('early', lead)):
         session = PlaySession(robot, play_list, pedal_lead_s=pedal_lead_s)
         recorder = Recorder(robot)
-        recorder.add(session.start('rock', now_s=START_S, current_positions_rad=robot.ready_rad,
-                                   speed=speed))
+        recorder.add(
+            session.start(
+                'rock', now_s=START_S, current_positions_rad=robot.ready_rad, speed=speed
+            )
+        )
         recorder.add(session.poll(START_S + 12.0))
         played[name] = recorder, session
     (plain, plain_session), (early, early_session) = played['plain'], played['early']
     np.testing.assert_array_equal(early.times, plain.times)
     np.testing.assert_allclose(early.positions[:, arms], plain.positions[:, arms], atol=1e-12)
     assert [h.command_time_s for h in early_session.commanded_hits] == (
-        [h.command_time_s for h in plain_session.commanded_hits])
+        [h.command_time_s for h in plain_session.commanded_hits]
+    )
     # Every bass stroke passes half its travel on the way down `lead` earlier (wall time).
     bass = robot.index('right_pedal')
     fine = np.arange(START_S + 4.0, START_S + 11.6, 0.00005)
     downward = {}
     for name, recorder in (('plain', plain), ('early', early)):
-        angle = sample_hermite(recorder.times, recorder.positions[:, [bass]],
-                               recorder.velocities[:, [bass]], fine)[:, 0]
-        crossing = np.nonzero((angle[:-1] > math.radians(-10.0))
-                              & (angle[1:] <= math.radians(-10.0)))[0]
+        angle = sample_hermite(
+            recorder.times, recorder.positions[:, [bass]], recorder.velocities[:, [bass]], fine
+        )[:, 0]
+        crossing = np.nonzero(
+            (angle[:-1] > math.radians(-10.0)) & (angle[1:] <= math.radians(-10.0))
+        )[0]
         downward[name] = fine[crossing]
     assert len(downward['plain']) > 4
     np.testing.assert_allclose(downward['early'], downward['plain'] - lead, atol=1e-4)
@@ -210,8 +218,7 @@ def test_drum_start_is_a_cosine_to_the_reset_pose(robot, play_list):
 
 
 @pytest.mark.parametrize('wrist_torque', [True, False])
-def test_windows_put_the_wrists_in_torque_mode_unless_told_not_to(robot, play_list,
-                                                                   wrist_torque):
+def test_windows_put_the_wrists_in_torque_mode_unless_told_not_to(robot, play_list, wrist_torque):
     session, recorder = _start(robot, play_list, wrist_torque=wrist_torque)
     _run(session, recorder, START_S, until=START_S + 8.0)
     windows = [chunk for chunk in recorder.chunks if chunk.kind == ChunkKind.WINDOW]

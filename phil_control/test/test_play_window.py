@@ -193,9 +193,9 @@ def test_the_lift_never_passes_the_ceiling_and_a_zero_lift_keeps_the_pose(base_d
     base = np.array([math.radians(base_deg)])
     lift = np.array([math.radians(lift_deg)])
     result = lift_below_ceiling(base, lift, CEILING, KNEE)[0]
-    assert result >= base[0] - 1e-15                       # a lift never lowers the elbow
+    assert result >= base[0] - 1e-15  # a lift never lowers the elbow
     assert result <= max(CEILING, base[0]) + 1e-15
-    if base[0] + lift[0] <= CEILING - KNEE:                 # far below: untouched
+    if base[0] + lift[0] <= CEILING - KNEE:  # far below: untouched
         assert result == base[0] + lift[0]
     assert lift_below_ceiling(base, np.zeros(1), CEILING, KNEE)[0] == base[0]
 
@@ -205,6 +205,6 @@ def test_the_lift_bends_without_a_corner_and_keeps_rising():
     lift = np.linspace(0.0, math.radians(60.0), base.size)
     result = lift_below_ceiling(base, lift, CEILING, KNEE)
     slope = np.diff(result) / np.diff(lift)
-    assert np.all(slope > 0.0) and np.all(slope <= 1.0 + 1e-9)   # monotone, never steeper
-    assert np.max(np.abs(np.diff(slope))) < 0.01                 # no corner (a cut jumps by 1)
+    assert np.all(slope > 0.0) and np.all(slope <= 1.0 + 1e-9)  # monotone, never steeper
+    assert np.max(np.abs(np.diff(slope))) < 0.01  # no corner (a cut jumps by 1)
     assert result.max() < CEILING

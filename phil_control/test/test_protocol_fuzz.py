@@ -40,11 +40,48 @@ from phil_description.core import default_robot_model
 
 MODEL = default_robot_model()
 VOCABULARY = ProtocolVocabulary.from_robot_model(MODEL, look_joints=('head_yaw', 'head_pitch'))
-OPCODES = ['START', 'READY', 'QUIT', 'Q', 'LOOK', 'GESTURE', 'MOVE', 'POSE', 'HIT', 'PLAY',
-           'PLAY_CTRL', 'PAUSE', 'RESUME', 'GET_STATUS', 'ESTOP', 'RESET', 'PROTOCOL']
+OPCODES = [
+    'START',
+    'READY',
+    'QUIT',
+    'Q',
+    'LOOK',
+    'GESTURE',
+    'MOVE',
+    'POSE',
+    'HIT',
+    'PLAY',
+    'PLAY_CTRL',
+    'PAUSE',
+    'RESUME',
+    'GET_STATUS',
+    'ESTOP',
+    'RESET',
+    'PROTOCOL',
+]
 FIELD_TEXT = st.one_of(
-    st.sampled_from(['', ' ', 'nan', 'inf', '-1e308', '1e-400', '0', '45.0000', 'stop', 'speed',
-                     'waist', 'snare', 'closed hihat', 'home', 'nod', '2', '\x00', '\r']),
+    st.sampled_from(
+        [
+            '',
+            ' ',
+            'nan',
+            'inf',
+            '-1e308',
+            '1e-400',
+            '0',
+            '45.0000',
+            'stop',
+            'speed',
+            'waist',
+            'snare',
+            'closed hihat',
+            'home',
+            'nod',
+            '2',
+            '\x00',
+            '\r',
+        ]
+    ),
     st.from_regex(r'[-+]?[0-9]{0,4}(\.[0-9]{0,5})?([eE][-+]?[0-9]{1,3})?', fullmatch=True),
     st.text(max_size=12),
 )
@@ -69,8 +106,11 @@ def test_arbitrary_bytes_never_raise(data):
     check_outcome(parse_line(data, VOCABULARY))
 
 
-@given(st.sampled_from(OPCODES), st.lists(FIELD_TEXT, max_size=8),
-       st.sampled_from(['', ' ', '\r\n', '\t']))
+@given(
+    st.sampled_from(OPCODES),
+    st.lists(FIELD_TEXT, max_size=8),
+    st.sampled_from(['', ' ', '\r\n', '\t']),
+)
 def test_opcode_with_arbitrary_fields_never_raises(opcode, fields, padding):
     line = padding + '|'.join([opcode, *fields]) + padding
     check_outcome(parse_line(line, VOCABULARY))
@@ -91,8 +131,9 @@ def joint_target(draw, joint=None):
 
 @st.composite
 def moves(draw):
-    joints = draw(st.lists(st.sampled_from(MODEL.joint_names), min_size=1, max_size=13,
-                           unique=True))
+    joints = draw(
+        st.lists(st.sampled_from(MODEL.joint_names), min_size=1, max_size=13, unique=True)
+    )
     targets = tuple(draw(joint_target(joint)) for joint in joints)
     duration = draw(st.none() | st.floats(0.01, 60.0))
     return Move(targets, duration)
@@ -106,9 +147,23 @@ def looks(draw):
 
 
 VALID_COMMANDS = st.one_of(
-    st.sampled_from([Start(), Ready(), Quit(), Pause(), Resume(), GetStatus(), Estop(), Reset(),
-                     PlayCtrlStop(), Protocol(1), Protocol(2)]),
-    looks(), moves(),
+    st.sampled_from(
+        [
+            Start(),
+            Ready(),
+            Quit(),
+            Pause(),
+            Resume(),
+            GetStatus(),
+            Estop(),
+            Reset(),
+            PlayCtrlStop(),
+            Protocol(1),
+            Protocol(2),
+        ]
+    ),
+    looks(),
+    moves(),
     st.sampled_from(GESTURE_NAMES).map(Gesture),
     st.sampled_from(list(MODEL.poses)).map(Pose),
     st.sampled_from(MODEL.kit.names).map(Hit),
@@ -121,15 +176,19 @@ def same_command(first: Command, second: Command) -> bool:
     if type(first) is not type(second):
         return False
     if isinstance(first, Move):
-        return (len(first.targets) == len(second.targets)
-                and all(a[0] == b[0] and math.isclose(a[1], b[1], abs_tol=1e-7)
-                        for a, b in zip(first.targets, second.targets, strict=True))
-                and (first.duration_s is None) == (second.duration_s is None)
-                and math.isclose(first.duration_s or 0.0, second.duration_s or 0.0,
-                                 abs_tol=1e-6))
+        return (
+            len(first.targets) == len(second.targets)
+            and all(
+                a[0] == b[0] and math.isclose(a[1], b[1], abs_tol=1e-7)
+                for a, b in zip(first.targets, second.targets, strict=True)
+            )
+            and (first.duration_s is None) == (second.duration_s is None)
+            and math.isclose(first.duration_s or 0.0, second.duration_s or 0.0, abs_tol=1e-6)
+        )
     if isinstance(first, Look):
-        return (math.isclose(first.pan_rad, second.pan_rad, abs_tol=1e-7)
-                and math.isclose(first.tilt_rad, second.tilt_rad, abs_tol=1e-7))
+        return math.isclose(first.pan_rad, second.pan_rad, abs_tol=1e-7) and math.isclose(
+            first.tilt_rad, second.tilt_rad, abs_tol=1e-7
+        )
     if isinstance(first, PlayCtrlSpeed):
         return math.isclose(first.speed, second.speed, abs_tol=1e-6)
     return first == second
@@ -160,8 +219,7 @@ def test_framer_never_holds_more_than_its_bound(chunks, limit):
         assert framer.pending_bytes <= limit
 
 
-@given(st.lists(st.from_regex(r'[A-Z|0-9 .]{0,30}', fullmatch=True), max_size=10),
-       st.data())
+@given(st.lists(st.from_regex(r'[A-Z|0-9 .]{0,30}', fullmatch=True), max_size=10), st.data())
 def test_framer_output_does_not_depend_on_packet_boundaries(lines, data):
     stream = b''.join(line.encode() + b'\r\n' for line in lines)
     cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=6)))

@@ -47,12 +47,27 @@ def error(line):
     return result
 
 
-@pytest.mark.parametrize(('line', 'expected'), [
-    ('START', Start()), ('READY', Ready()), ('QUIT', Quit()), ('Q', Quit()), ('q', Quit()),
-    ('PAUSE', Pause()), ('RESUME', Resume()), ('GET_STATUS', GetStatus()), ('ESTOP', Estop()),
-    ('RESET', Reset()), ('start', Start()), ('Ready', Ready()), ('get_status', GetStatus()),
-    ('  START \r\n', Start()), ('\tREADY\t', Ready()), ('START|ignored', Start()),
-])
+@pytest.mark.parametrize(
+    ('line', 'expected'),
+    [
+        ('START', Start()),
+        ('READY', Ready()),
+        ('QUIT', Quit()),
+        ('Q', Quit()),
+        ('q', Quit()),
+        ('PAUSE', Pause()),
+        ('RESUME', Resume()),
+        ('GET_STATUS', GetStatus()),
+        ('ESTOP', Estop()),
+        ('RESET', Reset()),
+        ('start', Start()),
+        ('Ready', Ready()),
+        ('get_status', GetStatus()),
+        ('  START \r\n', Start()),
+        ('\tREADY\t', Ready()),
+        ('START|ignored', Start()),
+    ],
+)
 def test_commands_without_arguments(line, expected):
     assert parse(line) == expected
 
@@ -72,8 +87,21 @@ def test_every_model_pose(name):
     assert parse(f'POSE|{name}') == Pose(name)
 
 
-@pytest.mark.parametrize('name', ['bass', 'snare', 'floor', 'mid', 'top', 'closed hihat',
-                                  'ride', 'right crash', 'left crash', 'open hihat'])
+@pytest.mark.parametrize(
+    'name',
+    [
+        'bass',
+        'snare',
+        'floor',
+        'mid',
+        'top',
+        'closed hihat',
+        'ride',
+        'right crash',
+        'left crash',
+        'open hihat',
+    ],
+)
 def test_every_upstream_hit_instrument_with_its_spaces(name):
     assert parse(f'HIT|{name}') == Hit(name)
     assert parse(f'HIT| {name} ') == Hit(name)
@@ -88,8 +116,17 @@ def test_play_ids_are_free_text_unless_the_vocabulary_lists_them():
     assert rejected.argument == 1 and 'BF, TI' in rejected.reason
 
 
-@pytest.mark.parametrize('path', ['/etc/passwd', '../../../../etc/hostname', '/proc/self/environ',
-                                  'scores/rock/rock_beat.txt', 'rock\\..\\x', '..'])
+@pytest.mark.parametrize(
+    'path',
+    [
+        '/etc/passwd',
+        '../../../../etc/hostname',
+        '/proc/self/environ',
+        'scores/rock/rock_beat.txt',
+        'rock\\..\\x',
+        '..',
+    ],
+)
 def test_a_path_is_never_a_play_id(path):
     rejected = parse(f'PLAY|{path}')
     assert isinstance(rejected, ParseError) and rejected.argument == 1
@@ -106,8 +143,14 @@ def test_move_single_joint_with_duration():
 
 def test_move_several_joints_as_the_reference_client_writes_them():
     line = 'MOVE|waist|10.0000|right_elbow|45.5000|head_pitch|-5.0000|3.0000'
-    assert parse(line) == Move((('waist', math.radians(10)), ('right_elbow', math.radians(45.5)),
-                                ('head_pitch', math.radians(-5))), 3.0)
+    assert parse(line) == Move(
+        (
+            ('waist', math.radians(10)),
+            ('right_elbow', math.radians(45.5)),
+            ('head_pitch', math.radians(-5)),
+        ),
+        3.0,
+    )
 
 
 def test_move_even_count_has_no_duration():
@@ -115,20 +158,26 @@ def test_move_even_count_has_no_duration():
     assert isinstance(result, Move) and result.duration_s is None and len(result.targets) == 2
 
 
-@pytest.mark.parametrize(('line', 'expected'), [
-    ('PLAY_CTRL|stop', PlayCtrlStop()),
-    ('PLAY_CTRL|speed|1.20', PlayCtrlSpeed(1.2)),
-    ('PLAY_CTRL|speed|0.5', PlayCtrlSpeed(0.5)),
-    ('play_ctrl | speed | 2.00', PlayCtrlSpeed(2.0)),
-    ('PLAY_CTRL|speed|3', PlayCtrlSpeed(2.0, requested=3.0)),
-    ('PLAY_CTRL|speed|0.1', PlayCtrlSpeed(0.5, requested=0.1)),
-    ('PLAY_CTRL|speed|1e308', PlayCtrlSpeed(2.0, requested=1e308)),
-])
+@pytest.mark.parametrize(
+    ('line', 'expected'),
+    [
+        ('PLAY_CTRL|stop', PlayCtrlStop()),
+        ('PLAY_CTRL|speed|1.20', PlayCtrlSpeed(1.2)),
+        ('PLAY_CTRL|speed|0.5', PlayCtrlSpeed(0.5)),
+        ('play_ctrl | speed | 2.00', PlayCtrlSpeed(2.0)),
+        ('PLAY_CTRL|speed|3', PlayCtrlSpeed(2.0, requested=3.0)),
+        ('PLAY_CTRL|speed|0.1', PlayCtrlSpeed(0.5, requested=0.1)),
+        ('PLAY_CTRL|speed|1e308', PlayCtrlSpeed(2.0, requested=1e308)),
+    ],
+)
 def test_play_ctrl_forms_and_upstream_clamping(line, expected):
     result = parse(line)
     assert result == expected
-    assert result.was_clamped == (expected.requested is not None) if isinstance(
-        result, PlayCtrlSpeed) else True
+    assert (
+        result.was_clamped == (expected.requested is not None)
+        if isinstance(result, PlayCtrlSpeed)
+        else True
+    )
 
 
 def test_protocol_versions():
@@ -139,10 +188,20 @@ def test_protocol_versions():
     assert error('PROTOCOL').argument == 1
 
 
-@pytest.mark.parametrize(('line', 'count'), [
-    ('LOOK', 0), ('LOOK|10', 1), ('GESTURE', 0), ('MOVE|waist', 1), ('MOVE', 0), ('POSE', 0),
-    ('HIT', 0), ('PLAY', 0), ('PLAY_CTRL', 0),
-])
+@pytest.mark.parametrize(
+    ('line', 'count'),
+    [
+        ('LOOK', 0),
+        ('LOOK|10', 1),
+        ('GESTURE', 0),
+        ('MOVE|waist', 1),
+        ('MOVE', 0),
+        ('POSE', 0),
+        ('HIT', 0),
+        ('PLAY', 0),
+        ('PLAY_CTRL', 0),
+    ],
+)
 def test_minimum_argument_counts(line, count):
     result = error(line)
     assert result.opcode == line.split('|')[0]
@@ -150,19 +209,33 @@ def test_minimum_argument_counts(line, count):
     assert result.argument == count + 1
 
 
-@pytest.mark.parametrize(('line', 'argument', 'words'), [
-    ('LOOK|nan|0', 1, 'pan'), ('LOOK|0|NaN', 2, 'tilt'), ('LOOK|inf|0', 1, 'pan'),
-    ('LOOK|0|-Infinity', 2, 'tilt'), ('LOOK|1e308|0', 1, 'outside'),
-    ('LOOK|0|1e400', 2, 'not a finite'), ('LOOK|0x10|0', 1, 'not a decimal'),
-    ('LOOK|1_0|0', 1, 'not a decimal'), ('LOOK||0', 1, 'pan'), ('LOOK|100|0', 1, 'head_yaw'),
-    ('MOVE|waist|nan', 2, "angle of 'waist'"), ('MOVE|waist|1e308|1.0', 2, 'outside'),
-    ('MOVE|waist|10|inf', 3, 'duration_s'), ('MOVE|waist|10|0', 3, '(0, 60]'),
-    ('MOVE|waist|10|-1', 3, 'duration_s'), ('MOVE|waist|10|61', 3, '(0, 60]'),
-    ('MOVE|waist|10|right_elbow|abc', 4, "angle of 'right_elbow'"),
-    ('MOVE|waist|10|waist|20', 3, 'more than once'), ('MOVE|waist|95', 2, '[-90, 90]'),
-    ('PLAY_CTRL|speed|nan', 2, 'factor'), ('PLAY_CTRL|speed', 2, 'missing'),
-    ('PLAY_CTRL|Stop', 1, 'valid: stop, speed'),
-])
+@pytest.mark.parametrize(
+    ('line', 'argument', 'words'),
+    [
+        ('LOOK|nan|0', 1, 'pan'),
+        ('LOOK|0|NaN', 2, 'tilt'),
+        ('LOOK|inf|0', 1, 'pan'),
+        ('LOOK|0|-Infinity', 2, 'tilt'),
+        ('LOOK|1e308|0', 1, 'outside'),
+        ('LOOK|0|1e400', 2, 'not a finite'),
+        ('LOOK|0x10|0', 1, 'not a decimal'),
+        ('LOOK|1_0|0', 1, 'not a decimal'),
+        ('LOOK||0', 1, 'pan'),
+        ('LOOK|100|0', 1, 'head_yaw'),
+        ('MOVE|waist|nan', 2, "angle of 'waist'"),
+        ('MOVE|waist|1e308|1.0', 2, 'outside'),
+        ('MOVE|waist|10|inf', 3, 'duration_s'),
+        ('MOVE|waist|10|0', 3, '(0, 60]'),
+        ('MOVE|waist|10|-1', 3, 'duration_s'),
+        ('MOVE|waist|10|61', 3, '(0, 60]'),
+        ('MOVE|waist|10|right_elbow|abc', 4, "angle of 'right_elbow'"),
+        ('MOVE|waist|10|waist|20', 3, 'more than once'),
+        ('MOVE|waist|95', 2, '[-90, 90]'),
+        ('PLAY_CTRL|speed|nan', 2, 'factor'),
+        ('PLAY_CTRL|speed', 2, 'missing'),
+        ('PLAY_CTRL|Stop', 1, 'valid: stop, speed'),
+    ],
+)
 def test_bad_numbers_name_their_argument(line, argument, words):
     result = error(line)
     assert result.argument == argument
@@ -177,11 +250,18 @@ def test_unknown_joint_lists_the_model_joints():
     assert all(name in result.reason for name in MODEL.joint_names)
 
 
-@pytest.mark.parametrize(('line', 'kind'), [
-    ('POSE|sleep', 'pose'), ('GESTURE|dance', 'gesture'), ('HIT|Snare', 'instrument'),
-    ('HIT|closed  hihat', 'instrument'), ('HIT|crash', 'instrument'), ('POSE|', 'pose'),
-    ('PLAY|', 'play id'),
-])
+@pytest.mark.parametrize(
+    ('line', 'kind'),
+    [
+        ('POSE|sleep', 'pose'),
+        ('GESTURE|dance', 'gesture'),
+        ('HIT|Snare', 'instrument'),
+        ('HIT|closed  hihat', 'instrument'),
+        ('HIT|crash', 'instrument'),
+        ('POSE|', 'pose'),
+        ('PLAY|', 'play id'),
+    ],
+)
 def test_unknown_names_list_the_valid_ones(line, kind):
     result = error(line)
     assert result.argument == 1 and f'({kind})' in result.reason
@@ -207,8 +287,8 @@ def test_control_characters_and_bad_utf8_are_errors():
 
 
 def test_opcodes_are_ascii_only():
-    assert error('\u017ftart').opcode == 'TART'                # long s upper-cases to S
-    assert 'unknown opcode' in error('qu\u0131t').reason      # dotless i upper-cases to I
+    assert error('\u017ftart').opcode == 'TART'  # long s upper-cases to S
+    assert 'unknown opcode' in error('qu\u0131t').reason  # dotless i upper-cases to I
 
 
 def test_quit_alias_only_as_the_whole_opcode():
@@ -239,8 +319,9 @@ def test_vocabulary_rejects_inconsistent_configuration():
     with pytest.raises(ValueError, match='joint_names is empty'):
         ProtocolVocabulary(joint_names=(), pose_names=('home',))
     with pytest.raises(ValueError, match='unknown joint'):
-        ProtocolVocabulary(joint_names=('a',), pose_names=('home',),
-                           joint_limits_rad={'b': (0.0, 1.0)})
+        ProtocolVocabulary(
+            joint_names=('a',), pose_names=('home',), joint_limits_rad={'b': (0.0, 1.0)}
+        )
     with pytest.raises(ValueError, match='look_joints'):
         ProtocolVocabulary(joint_names=('a',), pose_names=('home',), look_joints=('a', 'b'))
     with pytest.raises(ValueError, match='max_duration_s'):

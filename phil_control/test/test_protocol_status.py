@@ -26,14 +26,18 @@ def test_oldest_upstream_form_stops_after_the_speed():
 
 def test_home_pose_angles_in_degrees_with_two_decimals():
     line = format_status('INIT', MODEL.poses['home'], 1.0)
-    assert line == ('STATUS|INIT|10.00|90.00|90.00|0.00|90.00|0.00|90.00|70.00|70.00|0.00|0.00'
-                    '|0.00|0.00|1.00|0|-|0\n')
+    assert line == (
+        'STATUS|INIT|10.00|90.00|90.00|0.00|90.00|0.00|90.00|70.00|70.00|0.00|0.00'
+        '|0.00|0.00|1.00|0|-|0\n'
+    )
 
 
 def test_ready_pose_with_speed_and_resume_point():
     line = format_status('IDLE', MODEL.poses['ready'], 1.25, 'BF', 3)
-    assert line == ('STATUS|IDLE|0.00|120.00|60.00|-10.00|65.00|-10.00|65.00|45.00|45.00|0.00'
-                    '|0.00|0.00|20.00|1.25|1|BF|3\n')
+    assert line == (
+        'STATUS|IDLE|0.00|120.00|60.00|-10.00|65.00|-10.00|65.00|45.00|45.00|0.00'
+        '|0.00|0.00|20.00|1.25|1|BF|3\n'
+    )
 
 
 def test_rounding_and_negative_zero_as_cpp_fixed_precision_prints_them():
@@ -55,8 +59,7 @@ def test_reader_matches_the_reference_client_field_counts():
     assert report.joint_angles_deg == pytest.approx(np.degrees(MODEL.poses['ready']), abs=0.01)
     empty = parse_status('STATUS|STANDBY|1.00|0|-|0\n', JOINTS)
     assert empty.joint_angles_deg == () and empty.resume_play_id is None
-    old = parse_status(format_status('IDLE', MODEL.poses['home'], 1.0, pause_fields=False),
-                       JOINTS)
+    old = parse_status(format_status('IDLE', MODEL.poses['home'], 1.0, pause_fields=False), JOINTS)
     assert len(old.joint_angles_deg) == JOINTS and old.speed == 1.0
     with pytest.raises(ValueError):
         parse_status('OK|START', JOINTS)
@@ -65,4 +68,4 @@ def test_reader_matches_the_reference_client_field_counts():
 def test_angles_are_last_commanded_values_passed_in_not_rounded_twice():
     angles = [math.radians(33.333)] * JOINTS
     fields = format_status('IDLE', angles).split('|')
-    assert fields[2:2 + JOINTS] == ['33.33'] * JOINTS
+    assert fields[2 : 2 + JOINTS] == ['33.33'] * JOINTS

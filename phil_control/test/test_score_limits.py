@@ -66,8 +66,9 @@ def play(robot, folder, score_text: str, speed: float = 1.0, budget_s: float = 6
     poll to the end; return the session and every chunk."""
     (folder / 'generated.txt').write_text(score_text)
     session = PlaySession(robot, load_play_list(folder / 'play_list.yaml'))
-    chunks = session.start('generated', now_s=START_S, current_positions_rad=robot.ready_rad,
-                           speed=speed)
+    chunks = session.start(
+        'generated', now_s=START_S, current_positions_rad=robot.ready_rad, speed=speed
+    )
     now = START_S
     while not session.finished(now):
         now += POLL_S
@@ -77,14 +78,20 @@ def play(robot, folder, score_text: str, speed: float = 1.0, budget_s: float = 6
 
 # ------------------------------------------------------------------------------ regressions
 def test_beat_1e308_is_refused_before_anything_moves(robot, folder):
-    with pytest.raises(ScoreError, match=r"line 2, field 2: beat '1e308' puts inf s after the "
-                                         r'previous row at 100 bpm; the limit is 10 s'):
+    with pytest.raises(
+        ScoreError,
+        match=r"line 2, field 2: beat '1e308' puts inf s after the "
+        r'previous row at 100 bpm; the limit is 10 s',
+    ):
         play(robot, folder, text('bpm\t100', ROW.format(bar=1, beat='1e308'), 'end'))
 
 
 def test_bpm_0_001_is_refused_before_anything_moves(robot, folder):
-    with pytest.raises(ScoreError, match=r"line 1, field 2: bpm '0\.001' is outside the limits "
-                                         r'20\.\.400 bpm'):
+    with pytest.raises(
+        ScoreError,
+        match=r"line 1, field 2: bpm '0\.001' is outside the limits "
+        r'20\.\.400 bpm',
+    ):
         play(robot, folder, text('bpm\t0.001', ROW.format(bar=1, beat='0.6'), 'end'))
 
 
@@ -93,14 +100,22 @@ def test_bpm_0_001_is_refused_before_anything_moves(robot, folder):
     [
         (groove(1, bpm='19.9'), r"line 1, field 2: bpm '19\.9' is outside the limits"),
         (groove(1, bpm='400.1'), r"line 1, field 2: bpm '400\.1' is outside the limits"),
-        (groove(1, beat='40.1', bpm='400'), r"line 2, field 2: beat '40\.1' puts 10\.03 s .* the "
-                                            r'limit is 10 s'),
+        (
+            groove(1, beat='40.1', bpm='400'),
+            r"line 2, field 2: beat '40\.1' puts 10\.03 s .* the "
+            r'limit is 10 s',
+        ),
         ([*groove(1), ROW.format(bar=MAX_BAR + 1, beat='0.6')], r'line 6, field 1: bar '),
-        (['bpm\t20'] + [ROW.format(bar=1, beat='2')] * 181, r'line 182: the score reaches 1810\.0 '
-                                                             r's here; the limit is 1800 s'),
-        (['bpm\t100'] + [ROW.format(bar=1, beat='0.01')] * 70,
-         rf'line 2: 71 rows fall within one look-ahead window from this row on; the limit is '
-         rf'{MAX_WINDOW_EVENTS} rows'),
+        (
+            ['bpm\t20'] + [ROW.format(bar=1, beat='2')] * 181,
+            r'line 182: the score reaches 1810\.0 '
+            r's here; the limit is 1800 s',
+        ),
+        (
+            ['bpm\t100'] + [ROW.format(bar=1, beat='0.01')] * 70,
+            rf'line 2: 71 rows fall within one look-ahead window from this row on; the limit is '
+            rf'{MAX_WINDOW_EVENTS} rows',
+        ),
         (['bpm\t100'] + [ROW.format(bar=1, beat='0')] * 64, r'line 2: 65 rows fall within'),
     ],
 )
@@ -110,8 +125,15 @@ def test_each_limit_names_the_line_and_the_limit(lines, problem):
 
 
 def test_a_score_at_the_limits_is_accepted():
-    edge = parse_score(text('bpm\t400', ROW.format(bar=MAX_BAR, beat='40'), 'bpm\t20',
-                            *[ROW.format(bar=1, beat='2')] * 179, 'end'))
+    edge = parse_score(
+        text(
+            'bpm\t400',
+            ROW.format(bar=MAX_BAR, beat='40'),
+            'bpm\t20',
+            *[ROW.format(bar=1, beat='2')] * 179,
+            'end',
+        )
+    )
     assert edge.duration_s == pytest.approx(1800.0) and edge.events[0].bar == MAX_BAR
 
 
@@ -124,8 +146,11 @@ def test_more_than_the_limit_of_rows_is_refused():
 def test_the_sample_limits_are_checked(monkeypatch):
     score = text(*groove(3), 'end')
     monkeypatch.setattr(limits, 'MAX_WINDOW_SAMPLES', 100)
-    with pytest.raises(ScoreError, match=r'line 2: 120 samples for the interval ending at this '
-                                         r'row at speed 0\.5; the limit is 100 samples of 5 ms'):
+    with pytest.raises(
+        ScoreError,
+        match=r'line 2: 120 samples for the interval ending at this '
+        r'row at speed 0\.5; the limit is 100 samples of 5 ms',
+    ):
         parse_score(score, 's')
     monkeypatch.undo()
     monkeypatch.setattr(limits, 'MAX_PLAY_SAMPLES', 1000)
@@ -139,11 +164,16 @@ def test_resume_reads_through_the_same_checks(robot, folder):
     (folder / 'generated.txt').write_text(text(*lines))
     session = PlaySession(robot, load_play_list(folder / 'play_list.yaml'))
     with pytest.raises(ScoreError, match=r"line 10, field 2: beat '99' puts 99 s"):
-        session.start('generated', now_s=START_S, current_positions_rad=robot.ready_rad,
-                      start_bar=3)
+        session.start(
+            'generated', now_s=START_S, current_positions_rad=robot.ready_rad, start_bar=3
+        )
     with pytest.raises(ValueError, match=r'start_bar must be an integer 0\.\.9999'):
-        session.start('generated', now_s=START_S, current_positions_rad=robot.ready_rad,
-                      start_bar=MAX_BAR + 1)
+        session.start(
+            'generated',
+            now_s=START_S,
+            current_positions_rad=robot.ready_rad,
+            start_bar=MAX_BAR + 1,
+        )
     assert session.finished(START_S) and session.commanded_hits == ()
 
 
@@ -151,8 +181,9 @@ def test_improv_chains_only_scores_within_the_limits(robot, tmp_path):
     (tmp_path / 'a.txt').write_text(text(*groove(2), 'end'))
     (tmp_path / 'b.txt').write_text(text(*groove(2, bpm='0.001'), 'end'))  # refused: skipped
     (tmp_path / 'c.txt').write_text(text(*groove(2, bpm='120'), 'end'))
-    play_list = load_play_list(write_play_list(tmp_path, {'a': 'a.txt', 'b': 'b.txt',
-                                                          'c': 'c.txt'}))
+    play_list = load_play_list(
+        write_play_list(tmp_path, {'a': 'a.txt', 'b': 'b.txt', 'c': 'c.txt'})
+    )
     session = PlaySession(robot, play_list)
     session.start('a', now_s=START_S, current_positions_rad=robot.ready_rad, improv=True)
     now = START_S
@@ -191,9 +222,32 @@ def test_a_long_number_is_refused_in_linear_time():
 
 # ---------------------------------------------------------------------------- property test
 # Valid rows and tempi, then up to two fields replaced by extreme or malformed values.
-EXTREMES = ['0', '-0', '1e308', '-1e308', '1e-308', 'nan', 'inf', '-inf', '1e999', '0x10', '1_0',
-            '0.001', '1e9', '19.99', '400.01', '240', '1e5', '-1', '1.5', str(MAX_BAR + 1),
-            '9' * 30, '10', '99999999999', 'x']
+EXTREMES = [
+    '0',
+    '-0',
+    '1e308',
+    '-1e308',
+    '1e-308',
+    'nan',
+    'inf',
+    '-inf',
+    '1e999',
+    '0x10',
+    '1_0',
+    '0.001',
+    '1e9',
+    '19.99',
+    '400.01',
+    '240',
+    '1e5',
+    '-1',
+    '1.5',
+    str(MAX_BAR + 1),
+    '9' * 30,
+    '10',
+    '99999999999',
+    'x',
+]
 VALID_ROWS = st.tuples(
     st.integers(0, 40).map(str),
     st.floats(0.0, 1.2).map(lambda beat: f'{beat:.3f}'),

@@ -129,8 +129,11 @@ def test_summary_properties():
         ('bpm\t0.001', r"line 2, field 2: bpm '0\.001' is outside the limits 20\.\.400 bpm"),
         ('bpm\t1e9', r"line 2, field 2: bpm '1e9' is outside the limits 20\.\.400 bpm"),
         ('bpm\t1e-308', r"line 2, field 2: bpm '1e-308' is outside the limits"),
-        (row(1, '1e308'), r"line 2, field 2: beat '1e308' puts inf s after the previous row at "
-                          r'100 bpm; the limit is 10 s'),
+        (
+            row(1, '1e308'),
+            r"line 2, field 2: beat '1e308' puts inf s after the previous row at "
+            r'100 bpm; the limit is 10 s',
+        ),
         (row(1, 10.001), r"line 2, field 2: beat '10\.001' puts 10 s after .* the limit is 10 s"),
         (row(10_000, 0.6), r"line 2, field 1: bar '10000' is above the limit of 9999"),
         (row('9' * 30, 0.6), r"line 2, field 1: bar '9{30}' is too large"),

@@ -50,7 +50,7 @@ READY = MODEL.poses['ready']
 SPEEDUP = 10.0
 NS = 1_000_000_000
 SPEED = 1.25  # the tiny score needs no velocity guard at this speed
-KEY = GraphKey.from_environment()   # the graph key the node under test reads (conftest)
+KEY = GraphKey.from_environment()  # the graph key the node under test reads (conftest)
 
 
 def _ns(stamp) -> int:
@@ -128,8 +128,9 @@ def scores(tmp_path_factory):
     (folder / 'audio').mkdir()
     (folder / 'audio' / 'tiny.wav').write_bytes(b'RIFF')
     files = ('tiny.txt', 'tiny.txt', 'long.txt', 'broken.txt')
-    write_play_list(folder, dict(zip(PLAY_IDS, files, strict=True)),
-                    audio={'tiny': 'tiny', 'quiet': 'absent'})
+    write_play_list(
+        folder, dict(zip(PLAY_IDS, files, strict=True)), audio={'tiny': 'tiny', 'quiet': 'absent'}
+    )
     return folder
 
 
@@ -140,11 +141,19 @@ class Harness:
     def __init__(self, context, scores: Path, **parameters) -> None:
         self.clock = FastClock()
         self.audio = RecordingPlayer()
-        parameters = {'play_list': str(scores / 'play_list.yaml'), 'poll_period_s': 0.005,
-                      'feedback_period_s': 0.2, **parameters}
+        parameters = {
+            'play_list': str(scores / 'play_list.yaml'),
+            'poll_period_s': 0.005,
+            'feedback_period_s': 0.2,
+            **parameters,
+        }
         overrides = [Parameter(name, value=value) for name, value in parameters.items()]
-        self.node = ScorePlayer(context=context, clock_ns=self.clock, audio_player=self.audio,
-                                parameter_overrides=overrides)
+        self.node = ScorePlayer(
+            context=context,
+            clock_ns=self.clock,
+            audio_player=self.audio,
+            parameter_overrides=overrides,
+        )
         self.probe = rclpy.create_node('fake_generator', context=context)
         self.chunks, self.hits, self.feedback = [], [], []
         self.probe.create_subscription(
@@ -152,11 +161,15 @@ class Harness:
         )
         self.probe.create_subscription(HitEvent, '/phil/hits', self.hits.append, 100)
         self.state = self.probe.create_publisher(
-            JointState, '/trajectory_generator/commanded_state', LATCHED)
+            JointState, '/trajectory_generator/commanded_state', LATCHED
+        )
         self.rejected = self.probe.create_publisher(
-            String, '/trajectory_generator/rejected_chunks', 10)
-        self.actions = {name: ActionClient(self.probe, kind, f'/score_player/{name}')
-                        for name, kind in (('play', Play), ('hit', Hit))}
+            String, '/trajectory_generator/rejected_chunks', 10
+        )
+        self.actions = {
+            name: ActionClient(self.probe, kind, f'/score_player/{name}')
+            for name, kind in (('play', Play), ('hit', Hit))
+        }
         self.services = {
             name: self.probe.create_client(kind, f'/score_player/{name}')
             for name, kind in (('pause', Trigger), ('stop', Trigger), ('speed', SetSpeed))
@@ -174,8 +187,11 @@ class Harness:
         msg = JointState(name=list(MODEL.joint_names), position=READY.tolist())
         msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(self.state_ns, NS)
         self.state.publish(msg)
-        assert self.spin_until(lambda: self.node._state is not None
-                               and self.node._state.header.stamp == msg.header.stamp)
+        assert self.spin_until(
+            lambda: (
+                self.node._state is not None and self.node._state.header.stamp == msg.header.stamp
+            )
+        )
 
     def spin_until(self, predicate, timeout_s: float = 15.0) -> bool:
         deadline = time.monotonic() + timeout_s
@@ -188,7 +204,7 @@ class Harness:
         future = self.actions[name].send_goal_async(
             action.Goal(**fields),
             feedback_callback=lambda msg: self.feedback.append(msg.feedback),
-            goal_uuid=signed_goal_id(KEY),   # as the behavior planner sends it
+            goal_uuid=signed_goal_id(KEY),  # as the behavior planner sends it
         )
         assert self.spin_until(future.done)
         assert future.result().accepted  # bad goals are accepted, then aborted with a reason
@@ -331,12 +347,12 @@ def test_a_refused_chunk_ends_the_play_with_the_reason_and_nothing_more_moves(ha
     response = future.result()
     assert response.status == GoalStatus.STATUS_ABORTED
     assert 'refused chunk 7: starts in the past' in response.result.reason
-    h.spin_until(lambda: False, 0.5)                  # chunks already in flight arrive
+    h.spin_until(lambda: False, 0.5)  # chunks already in flight arrive
     sent = len(h.chunks)
-    h.spin_until(lambda: False, 1.0)                  # 10 s of play time at this clock
-    assert len(h.chunks) == sent                      # no DRUM END that could not join
+    h.spin_until(lambda: False, 1.0)  # 10 s of play time at this clock
+    assert len(h.chunks) == sent  # no DRUM END that could not join
     assert h.audio.calls[-1] == ('stop',)
-    assert h.result(h.send('play', score='tiny')).result.success   # the node plays on
+    assert h.result(h.send('play', score='tiny')).result.success  # the node plays on
 
 
 def test_goals_from_outside_the_graph_are_refused_and_chunks_go_out_signed(harness):
@@ -369,7 +385,7 @@ def test_the_hardware_latch_ends_the_play_and_no_later_hit_is_reported(harness):
     response = future.result()
     assert response.status == GoalStatus.STATUS_ABORTED
     assert 'the hardware latched: emergency stop' in response.result.reason
-    h.spin_until(lambda: False, 1.0)                  # 10 s of play time at this clock
+    h.spin_until(lambda: False, 1.0)  # 10 s of play time at this clock
     assert h.hits and max(_ns(hit.command_time) for hit in h.hits) <= latched_ns
     assert response.result.hits_played == len(h.hits)
     played_bars = {hit.bar for hit in h.hits}
@@ -494,14 +510,21 @@ def test_bad_goals_end_with_a_reason_and_move_nothing(harness, scores):
 MARKER = 'outside-the-play-list-3f9c1'
 
 
-def test_a_path_is_refused_with_the_valid_ids_and_never_opened(harness, scores, tmp_path,
-                                                               capfd):
+def test_a_path_is_refused_with_the_valid_ids_and_never_opened(harness, scores, tmp_path, capfd):
     secret = tmp_path / 'secret.txt'  # a playable score outside the play list's folder
     write_score(secret)
     secret.write_text(f'# {MARKER}\n' + secret.read_text())
     h = harness()
-    requests = [str(secret), str(scores / 'tiny.txt'), 'tiny.txt', f'../{tmp_path.name}/secret',
-                '/etc/passwd', '/proc/self/environ', '../../../../etc/hostname', 'nope']
+    requests = [
+        str(secret),
+        str(scores / 'tiny.txt'),
+        'tiny.txt',
+        f'../{tmp_path.name}/secret',
+        '/etc/passwd',
+        '/proc/self/environ',
+        '../../../../etc/hostname',
+        'nope',
+    ]
     reasons = []
     for score in requests:
         response = h.result(h.send('play', score=score))
@@ -526,15 +549,16 @@ def test_an_exception_while_starting_aborts_the_goal_and_the_node_plays_on(harne
     monkeypatch.setattr(h.node.session, 'start', broken_start)
     response = h.result(h.send('play', score='tiny'))
     assert response.status == GoalStatus.STATUS_ABORTED
-    assert response.result.reason == 'internal error: RuntimeError: \'generator exploded\''
+    assert response.result.reason == "internal error: RuntimeError: 'generator exploded'"
     assert h.chunks == []
     monkeypatch.undo()
     response = h.result(h.send('play', score='tiny'))
     assert response.status == GoalStatus.STATUS_SUCCEEDED, response.result.reason
 
 
-def test_an_exception_in_the_timer_ends_the_play_at_ready_and_the_node_plays_on(harness,
-                                                                                monkeypatch):
+def test_an_exception_in_the_timer_ends_the_play_at_ready_and_the_node_plays_on(
+    harness, monkeypatch
+):
     h = harness()
     poll, calls = h.node.session.poll, []
 
@@ -547,7 +571,7 @@ def test_an_exception_in_the_timer_ends_the_play_at_ready_and_the_node_plays_on(
     monkeypatch.setattr(h.node.session, 'poll', failing_poll)
     response = h.result(h.send('play', score='long'))
     assert response.status == GoalStatus.STATUS_ABORTED
-    assert response.result.reason == 'internal error: RuntimeError: \'window exploded\''
+    assert response.result.reason == "internal error: RuntimeError: 'window exploded'"
     Spliced(h.chunks, _ns(h.chunks[0].trajectory.header.stamp)).assert_no_jump()  # to ready
     assert h.audio.calls[-1] == ('stop',)
     monkeypatch.undo()

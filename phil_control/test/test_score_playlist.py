@@ -90,9 +90,10 @@ def test_missing_score_file_names_the_entry_and_refuses_only_it(play_list_dir):
     (play_list_dir / 'songs' / 'this_is_me.txt').unlink()
     path = write_play_list(play_list_dir, PLAY_LIST_TEXT)
     play_list = load_play_list(path)
-    assert re.search(r"play_list\.yaml, line 7: entry 'TI': score file not found",
-                     refusal(play_list, 'TI'))
-    assert list(play_list) == ['BF', 'SOLO']   # the others play
+    assert re.search(
+        r"play_list\.yaml, line 7: entry 'TI': score file not found", refusal(play_list, 'TI')
+    )
+    assert list(play_list) == ['BF', 'SOLO']  # the others play
     assert load_play_list(path, require_scores=False)['TI'].score_path.name == 'this_is_me.txt'
 
 
@@ -118,27 +119,30 @@ def test_invalid_entries_name_file_line_and_entry(play_list_dir, changes, expect
     entry = {**ENTRY, **changes}
     path = write_play_list(play_list_dir, json.dumps({'BF': entry, 'OK': ENTRY}))
     play_list = load_play_list(path)
-    assert re.search(rf"play_list\.yaml, line 1: entry 'BF': {expected}",
-                     refusal(play_list, 'BF'))
+    assert re.search(rf"play_list\.yaml, line 1: entry 'BF': {expected}", refusal(play_list, 'BF'))
     assert list(play_list) == ['OK']
 
 
 def test_missing_keys_are_listed(play_list_dir):
     path = write_play_list(play_list_dir, json.dumps({'BF': {'score': 'songs/fill.txt'}}))
-    assert re.search(r"entry 'BF': missing key\(s\) init_note_right, init",
-                     refusal(load_play_list(path), 'BF'))
+    assert re.search(
+        r"entry 'BF': missing key\(s\) init_note_right, init", refusal(load_play_list(path), 'BF')
+    )
 
 
-BROKEN_ENTRY_TEXT = PLAY_LIST_TEXT.replace('  score: songs/this_is_me.txt',
-                                           '  score: [songs/this_is_me.txt')
+BROKEN_ENTRY_TEXT = PLAY_LIST_TEXT.replace(
+    '  score: songs/this_is_me.txt', '  score: [songs/this_is_me.txt'
+)
 
 
 def test_a_yaml_syntax_error_refuses_only_the_entry_it_is_in(play_list_dir):
     play_list = load_play_list(write_play_list(play_list_dir, BROKEN_ENTRY_TEXT))
     assert list(play_list) == ['BF', 'SOLO']
     assert play_list['SOLO'].init_note_right == 5
-    assert re.search(r"play_list\.yaml, line 7: the entry there is not valid YAML at line 9",
-                     refusal(play_list, 'TI'))
+    assert re.search(
+        r'play_list\.yaml, line 7: the entry there is not valid YAML at line 9',
+        refusal(play_list, 'TI'),
+    )
     # An entry that did not parse is listed by its line, its text not repeated.
     assert refusal(play_list, 'XX').endswith('refused (bad entries): line 7')
 
@@ -159,10 +163,16 @@ def test_malformed_documents_are_rejected(play_list_dir, text, expected):
 @pytest.mark.parametrize(
     ('text', 'play_id', 'expected'),
     [
-        ('1:\n  score: songs/fill.txt\n', '1',
-         r'line 1: entry 1: play id 1 must be a non-empty string \(quote'),
-        ('ON:\n  score: songs/fill.txt\n', 'True',
-         r'entry True: play id True must be a non-empty string'),   # YAML's key: no line
+        (
+            '1:\n  score: songs/fill.txt\n',
+            '1',
+            r'line 1: entry 1: play id 1 must be a non-empty string \(quote',
+        ),
+        (
+            'ON:\n  score: songs/fill.txt\n',
+            'True',
+            r'entry True: play id True must be a non-empty string',
+        ),  # YAML's key: no line
         ('BF: songs/fill.txt\n', 'BF', r"line 1: entry 'BF': expected a mapping, got str"),
         ('BF: [unclosed\n', 'BF', r'line 1: the entry there is not valid YAML'),
     ],

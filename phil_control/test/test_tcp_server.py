@@ -40,10 +40,18 @@ from phil_control.core.protocol import (
 )
 from phil_control.tcp import MachineCommandHandler, TcpServer, TcpServerConfig
 
-REFERENCE_SESSION = ['START', 'READY', 'PLAY|BF', 'GESTURE|wave', 'HIT|closed hihat',
-                     'LOOK|-30.0000|10.0000', 'POSE|ready',
-                     'MOVE|waist|10.0000|right_elbow|45.0000|2.0000', 'PLAY_CTRL|speed|1.20',
-                     'PLAY_CTRL|stop']
+REFERENCE_SESSION = [
+    'START',
+    'READY',
+    'PLAY|BF',
+    'GESTURE|wave',
+    'HIT|closed hihat',
+    'LOOK|-30.0000|10.0000',
+    'POSE|ready',
+    'MOVE|waist|10.0000|right_elbow|45.0000|2.0000',
+    'PLAY_CTRL|speed|1.20',
+    'PLAY_CTRL|stop',
+]
 
 
 def test_reference_client_session_one_command_per_write_and_no_replies():
@@ -52,8 +60,8 @@ def test_reference_client_session_one_command_per_write_and_no_replies():
         for command in REFERENCE_SESSION:
             client.send(command + '\n')
         client.send('GET_STATUS\n')
-        data = client.sock.recv(4096).decode()       # as the reference client reads it
-        assert data == STATUS_LINE                   # nothing but the status: commands are silent
+        data = client.sock.recv(4096).decode()  # as the reference client reads it
+        assert data == STATUS_LINE  # nothing but the status: commands are silent
         fields = data.strip().split('|')
         assert fields[0] == 'STATUS' and fields[1] == 'IDLE'
         assert len(fields[2:]) == len(MODEL.joint_names) + 4
@@ -135,7 +143,7 @@ def test_a_command_waiting_for_its_answer_does_not_hold_other_clients():
 
 def test_another_client_is_served_while_a_flood_waits_for_a_slow_handler():
     flood = 500
-    handler = GatedHandler(gated={1})   # only the flooding client's commands are slow
+    handler = GatedHandler(gated={1})  # only the flooding client's commands are slow
     with running_server(handler) as (server, _):
         flooder = LineClient(server.address)
         flooder.ack()
@@ -146,17 +154,18 @@ def test_another_client_is_served_while_a_flood_waits_for_a_slow_handler():
             wait_until(lambda: len(handler.calls_of(1)) == 4, 'the fourth flood line waiting')
             other.send('ESTOP\n')
             assert other.status() == STATUS_LINE.strip()
-            assert handler.calls_of(2) == [Estop()]     # handled before its GET_STATUS reply
-            assert len(handler.calls_of(1)) == 4        # while the flood is at its 4th line
+            assert handler.calls_of(2) == [Estop()]  # handled before its GET_STATUS reply
+            assert len(handler.calls_of(1)) == 4  # while the flood is at its 4th line
         finally:
             handler.open()
         assert flooder.lines(flood) == ['OK|LOOK'] * flood
         assert [round(math.degrees(c.tilt_rad)) for c in handler.calls_of(1)] == [
-            index % 30 for index in range(flood)]
+            index % 30 for index in range(flood)
+        ]
 
 
 def test_commands_waiting_for_the_handler_do_not_hold_a_further_clients_command():
-    held = 12   # more than a default thread pool has workers on a small machine
+    held = 12  # more than a default thread pool has workers on a small machine
     handler = GatedHandler(gated=set(range(1, held + 1)))
     with running_server(handler) as (server, _):
         slow = [LineClient(server.address) for _ in range(held)]
@@ -175,9 +184,12 @@ def test_commands_waiting_for_the_handler_do_not_hold_a_further_clients_command(
 
 
 def test_every_line_of_a_pipelined_flood_gets_one_reply_in_order():
-    pattern = [('LOOK|0|{}', 'OK|LOOK'), ('MOVE|hip|1', "ERR|MOVE|argument 1 (joint) unknown "
-                                                        "joint 'hip'"),
-               ('HIT|snare', 'OK|HIT'), ('GET_STATUS', STATUS_LINE.strip())]
+    pattern = [
+        ('LOOK|0|{}', 'OK|LOOK'),
+        ('MOVE|hip|1', "ERR|MOVE|argument 1 (joint) unknown joint 'hip'"),
+        ('HIT|snare', 'OK|HIT'),
+        ('GET_STATUS', STATUS_LINE.strip()),
+    ]
     lines, expected = [], []
     for index in range(3000):
         line, reply = pattern[index % len(pattern)]
@@ -187,23 +199,27 @@ def test_every_line_of_a_pipelined_flood_gets_one_reply_in_order():
     with running_server(log=entries.append) as (server, handler):
         client = LineClient(server.address)
         client.ack()
-        sender = threading.Thread(target=client.send, args=(''.join(f'{line}\n'
-                                                                    for line in lines),))
+        sender = threading.Thread(
+            target=client.send, args=(''.join(f'{line}\n' for line in lines),)
+        )
         sender.start()
         replies = client.lines(len(lines))
         sender.join(10.0)
-        assert [reply[:len(prefix)] for reply, prefix in zip(replies, expected,
-                                                             strict=True)] == expected
-        assert client.status() == STATUS_LINE.strip()   # and no reply more
-        looks = [round(math.degrees(c.tilt_rad)) for c in handler.commands()
-                 if isinstance(c, Look)]
+        assert [
+            reply[: len(prefix)] for reply, prefix in zip(replies, expected, strict=True)
+        ] == expected
+        assert client.status() == STATUS_LINE.strip()  # and no reply more
+        looks = [
+            round(math.degrees(c.tilt_rad)) for c in handler.commands() if isinstance(c, Look)
+        ]
         assert looks == [index % 40 for index in range(0, len(lines), len(pattern))]
     assert [entry.line for entry in entries] == ['PROTOCOL|2', *lines, 'GET_STATUS']
 
 
 def test_ack_mode_answers_every_line_once():
-    handler = RecordingHandler(reject={'HIT': 'HIT rejected: robot is PLAYING; motions are '
-                                              'allowed only in IDLE'})
+    handler = RecordingHandler(
+        reject={'HIT': 'HIT rejected: robot is PLAYING; motions are allowed only in IDLE'}
+    )
     with running_server(handler) as (server, _):
         client = LineClient(server.address)
         client.ack()
@@ -256,7 +272,7 @@ def test_a_quit_being_handled_when_the_server_stops_still_gets_its_reply():
                 stopping = threading.Event()
                 threading.Thread(target=lambda: (stopping.set(), server.stop())).start()
                 stopping.wait(TIMEOUT_S)
-                time.sleep(0.2)   # the graph's shutdown overtakes the planner's answer
+                time.sleep(0.2)  # the graph's shutdown overtakes the planner's answer
             return reply
 
     with running_server(StopsOnQuit()) as (server, _):
@@ -274,16 +290,23 @@ def test_command_log_records_every_line_with_client_and_outcome():
         client.send('START\nMOVE|elbow|1\nGET_STATUS\n')
         client.line()
     assert [(e.client_id, e.line, e.opcode, e.accepted) for e in entries] == [
-        (1, 'START', 'START', True), (1, 'MOVE|elbow|1', 'MOVE', False),
-        (1, 'GET_STATUS', 'GET_STATUS', True)]
+        (1, 'START', 'START', True),
+        (1, 'MOVE|elbow|1', 'MOVE', False),
+        (1, 'GET_STATUS', 'GET_STATUS', True),
+    ]
     assert "unknown joint 'elbow'" in entries[1].reason
     assert all(entry.time_s > 0 for entry in entries)
 
 
 def test_injected_clock_stamps_the_log():
     entries = []
-    server = TcpServer(RecordingHandler(), VOCABULARY, TcpServerConfig(port=0),
-                       command_log=entries.append, clock=lambda: 42.0)
+    server = TcpServer(
+        RecordingHandler(),
+        VOCABULARY,
+        TcpServerConfig(port=0),
+        command_log=entries.append,
+        clock=lambda: 42.0,
+    )
     with server:
         client = LineClient(server.address)
         client.status()
@@ -339,15 +362,18 @@ def test_broken_handler_status_and_log_do_not_stop_the_server():
         client.send('START\n')
         client.ack()
         client.send('START\nGET_STATUS\n')
-        assert client.lines(2) == ['ERR|START|internal error: RuntimeError: boom',
-                                   "ERR|GET_STATUS|status unavailable: KeyError: 'no status'"]
+        assert client.lines(2) == [
+            'ERR|START|internal error: RuntimeError: boom',
+            "ERR|GET_STATUS|status unavailable: KeyError: 'no status'",
+        ]
 
 
 def test_machine_handler_end_to_end():
     machine = StateMachine(BehaviorConfig(pose_names=tuple(MODEL.poses)))
     decisions = []
-    handler = MachineCommandHandler(machine, execute=decisions.append,
-                                    commanded_rad=lambda: MODEL.poses['home'])
+    handler = MachineCommandHandler(
+        machine, execute=decisions.append, commanded_rad=lambda: MODEL.poses['home']
+    )
     with running_server(handler) as (server, _):
         client = LineClient(server.address)
         assert client.status() == 'STATUS|STANDBY|1.00|0|-|0'
@@ -359,8 +385,11 @@ def test_machine_handler_end_to_end():
             machine.start_completed()
         client.send('READY\nPLAY|BF\nPLAY_CTRL|speed|3\nHIT|snare\nGET_STATUS\n')
         assert client.lines(4) == [
-            'OK|READY', 'OK|PLAY', 'OK|PLAY_CTRL|speed 3 clamped to 2.00',
-            'ERR|HIT|HIT rejected: robot is PLAYING; motions are allowed only in IDLE']
+            'OK|READY',
+            'OK|PLAY',
+            'OK|PLAY_CTRL|speed 3 clamped to 2.00',
+            'ERR|HIT|HIT rejected: robot is PLAYING; motions are allowed only in IDLE',
+        ]
         status = client.line().split('|')
         assert status[:3] == ['STATUS', 'PLAYING', '10.00'] and status[15] == '2.00'
     assert [d.accepted for d in decisions] == [True, False, True, True, True, False]
@@ -369,6 +398,8 @@ def test_machine_handler_end_to_end():
 
 
 def test_cores_and_server_import_without_ros():
-    code = ("import sys; sys.modules['rclpy'] = None; sys.modules['phil_msgs'] = None; "
-            'import phil_control.tcp, phil_control.core.protocol, phil_control.core.behavior')
+    code = (
+        "import sys; sys.modules['rclpy'] = None; sys.modules['phil_msgs'] = None; "
+        'import phil_control.tcp, phil_control.core.protocol, phil_control.core.behavior'
+    )
     subprocess.run([sys.executable, '-c', code], check=True, timeout=60)

@@ -61,7 +61,7 @@ class GatedHandler(RecordingHandler):
     def handle(self, command: Command, client_id: int) -> HandlerReply:
         reply = super().handle(command, client_id)
         if self.gated is None or client_id in self.gated:
-            deadline = time.monotonic() + TIMEOUT_S   # a failed test must not hang the pool
+            deadline = time.monotonic() + TIMEOUT_S  # a failed test must not hang the pool
             while not self._open.is_set() and not self._gate.acquire(timeout=0.01):
                 if time.monotonic() > deadline:
                     break
@@ -148,15 +148,21 @@ def wait_until(predicate, what: str, timeout_s: float = TIMEOUT_S) -> None:
 
 
 @contextlib.contextmanager
-def running_server(handler=None, host: str = '127.0.0.1', log=None, pace_clock=time.monotonic,
-                   **config):
+def running_server(
+    handler=None, host: str = '127.0.0.1', log=None, pace_clock=time.monotonic, **config
+):
     """A started server on an ephemeral port; stopped (and checked stopped) afterwards. Its
     input rates are not limited unless a test says so (``max_lines_per_s``,
     ``max_commands_per_s``): floods here test fairness and bounds, not pacing."""
     handler = handler or RecordingHandler()
     config = {'max_lines_per_s': 0.0, 'max_commands_per_s': 0.0, **config}
-    server = TcpServer(handler, VOCABULARY, TcpServerConfig(host=host, port=0, **config),
-                       command_log=log, pace_clock=pace_clock)
+    server = TcpServer(
+        handler,
+        VOCABULARY,
+        TcpServerConfig(host=host, port=0, **config),
+        command_log=log,
+        pace_clock=pace_clock,
+    )
     server.start()
     try:
         yield server, handler

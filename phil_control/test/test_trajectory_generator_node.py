@@ -49,7 +49,7 @@ MODEL = default_robot_model()
 NAMES = MODEL.joint_names
 ACTIONS = {'look': Look, 'gesture': Gesture, 'move': Move, 'pose': Pose}
 HALT_DECELERATION = 50.0
-KEY = GraphKey.from_environment()   # the graph key the node under test reads (conftest)
+KEY = GraphKey.from_environment()  # the graph key the node under test reads (conftest)
 
 
 @pytest.fixture(scope='module')
@@ -173,8 +173,9 @@ class Harness:
 
     def send(self, name: str, **fields):
         future = self.clients[name].send_goal_async(
-            ACTIONS[name].Goal(**fields), feedback_callback=self.feedback.append,
-            goal_uuid=signed_goal_id(KEY),   # as the behavior planner sends it
+            ACTIONS[name].Goal(**fields),
+            feedback_callback=self.feedback.append,
+            goal_uuid=signed_goal_id(KEY),  # as the behavior planner sends it
         )
         assert self.spin_until(future.done)
         handle = future.result()
@@ -369,8 +370,10 @@ def _score_messages(
 def test_measured_motors_set_the_start_and_score_chunks_are_forwarded(harness):
     h = harness()
     measured = MODEL.poses['home'].copy()
-    motors = [MotorState(joint=name, connected=True, position_rad=float(value))
-              for name, value in zip(NAMES, measured, strict=True)]
+    motors = [
+        MotorState(joint=name, connected=True, position_rad=float(value))
+        for name, value in zip(NAMES, measured, strict=True)
+    ]
     # A motor without feedback does not move the start.
     motors.append(MotorState(joint=NAMES[0], connected=False, position_rad=2.5))
     h.motor_states.publish(MotorStates(motors=motors))
@@ -381,7 +384,7 @@ def test_measured_motors_set_the_start_and_score_chunks_are_forwarded(harness):
         h.score.publish(msg)
     assert h.spin_until(lambda: len(h.chunks) == len(messages))
     for sent, forwarded in zip(messages, h.chunks, strict=True):
-        assert signed_by(KEY, forwarded)    # forwarded as the score player signed it
+        assert signed_by(KEY, forwarded)  # forwarded as the score player signed it
         assert forwarded.trajectory.header.stamp == sent.trajectory.header.stamp
         assert forwarded.sequence == sent.sequence
         assert [list(p.positions) for p in forwarded.trajectory.points] == [
@@ -409,7 +412,8 @@ def test_goals_and_score_chunks_from_outside_the_graph_are_refused(harness):
     end the score player's play)."""
     h = harness(initial_positions_rad=MODEL.poses['ready'].tolist())
     future = h.clients['move'].send_goal_async(
-        Move.Goal(joint_names=['head_yaw'], positions_rad=[0.3], duration_s=0.5))
+        Move.Goal(joint_names=['head_yaw'], positions_rad=[0.3], duration_s=0.5)
+    )
     assert h.spin_until(future.done)
     response = h.result(future.result())
     assert response.status == GoalStatus.STATUS_ABORTED
@@ -417,8 +421,9 @@ def test_goals_and_score_chunks_from_outside_the_graph_are_refused(harness):
     timebase = convert.TimeBase(h.now_ns())
     unsigned = _score_messages(h.states[-1], timebase, 0.3, 1.3)[0]
     unsigned.authority = ''
-    foreign = sign_message(GraphKey('another graph altogether'), _score_messages(
-        h.states[-1], timebase, 0.3, 1.3)[0])
+    foreign = sign_message(
+        GraphKey('another graph altogether'), _score_messages(h.states[-1], timebase, 0.3, 1.3)[0]
+    )
     h.score.publish(unsigned)
     h.score.publish(foreign)
     h.spin_for(0.5)
@@ -426,38 +431,53 @@ def test_goals_and_score_chunks_from_outside_the_graph_are_refused(harness):
     assert list(h.states[-1].position) == pytest.approx(MODEL.poses['ready'])
 
 
-def test_the_hardware_latch_ends_goals_drops_queued_motion_and_the_measured_pose_follows(
-        harness):
+def test_the_hardware_latch_ends_goals_drops_queued_motion_and_the_measured_pose_follows(harness):
     h = harness()
     latch = h.probe.create_publisher(HardwareStatus, '/hardware/status', LATCHED)
-    h.motor_states.publish(MotorStates(motors=[
-        MotorState(joint=name, connected=True, position_rad=float(value))
-        for name, value in zip(NAMES, MODEL.poses['home'], strict=True)]))
+    h.motor_states.publish(
+        MotorStates(
+            motors=[
+                MotorState(joint=name, connected=True, position_rad=float(value))
+                for name, value in zip(NAMES, MODEL.poses['home'], strict=True)
+            ]
+        )
+    )
     assert h.spin_until(lambda: np.allclose(h.states[-1].position, MODEL.poses['home']))
     handle = h.send('move', joint_names=['right_elbow'], positions_rad=[1.2], duration_s=4.0)
     assert h.spin_until(lambda: h.chunks)
-    latch.publish(HardwareStatus(lifecycle_state='active', estop=True, faults=[
-        Fault(code=Fault.CODE_ESTOP, reason='emergency stop (ESTOP word)')]))
+    latch.publish(
+        HardwareStatus(
+            lifecycle_state='active',
+            estop=True,
+            faults=[Fault(code=Fault.CODE_ESTOP, reason='emergency stop (ESTOP word)')],
+        )
+    )
     response = h.result(handle)
     assert response.status == GoalStatus.STATUS_ABORTED
     assert 'the hardware latched: emergency stop' in response.result.reason
     published = len(h.chunks)
     h.spin_for(1.0)
-    assert len(h.chunks) == published          # the rest of the move was dropped
+    assert len(h.chunks) == published  # the rest of the move was dropped
     # A score chunk still in flight when the latch came is refused: it neither goes to the
     # hardware nor moves the commanded state (the next motion would start where it ends).
     held = list(h.states[-1].position)
     late = _score_messages(h.states[-1], convert.TimeBase(h.now_ns()), 0.3, 1.3)[0]
     h.score.publish(late)
     assert h.spin_until(lambda: h.rejected)
-    assert h.rejected[-1].data.startswith(f'chunk {late.sequence}: the hardware is latched: '
-                                          'emergency stop')
+    assert h.rejected[-1].data.startswith(
+        f'chunk {late.sequence}: the hardware is latched: emergency stop'
+    )
     assert len(h.chunks) == published and list(h.states[-1].position) == held
     # Where the arm stopped (measured) is the commanded state now, not the move's end.
     stopped = MODEL.positions({'right_elbow': 0.7}, MODEL.poses['home'])
-    h.motor_states.publish(MotorStates(motors=[
-        MotorState(joint=name, connected=True, position_rad=float(value))
-        for name, value in zip(NAMES, stopped, strict=True)]))
+    h.motor_states.publish(
+        MotorStates(
+            motors=[
+                MotorState(joint=name, connected=True, position_rad=float(value))
+                for name, value in zip(NAMES, stopped, strict=True)
+            ]
+        )
+    )
     assert h.spin_until(lambda: np.allclose(h.states[-1].position, stopped))
     refused = h.result(h.send('look', pan_rad=0.1, tilt_rad=0.1))
     assert 'the hardware is latched' in refused.result.reason
@@ -466,12 +486,12 @@ def test_the_hardware_latch_ends_goals_drops_queued_motion_and_the_measured_pose
     future = h.halt.call_async(Trigger.Request())
     assert h.spin_until(future.done) and future.result().accepted
     assert len(h.chunks) == published
-    latch.publish(HardwareStatus(lifecycle_state='active'))       # RESET cleared it
+    latch.publish(HardwareStatus(lifecycle_state='active'))  # RESET cleared it
     h.spin_for(0.2)
     moved = h.result(h.send('look', pan_rad=0.1, tilt_rad=0.1, duration_s=0.3))
     assert moved.status == GoalStatus.STATUS_SUCCEEDED, moved.result.reason
     played = Played(h.chunks[published:])
-    assert played.sample(played.start_s)[0] == pytest.approx(stopped)   # starts there
+    assert played.sample(played.start_s)[0] == pytest.approx(stopped)  # starts there
 
 
 def test_halt_service_aborts_the_goal_and_sends_one_replace_chunk(harness):

@@ -13,16 +13,34 @@ def generate_launch_description() -> LaunchDescription:
     description_share = FindPackageShare('phil_description')
     robot_description = ParameterValue(
         Command(['xacro ', PathJoinSubstitution([description_share, 'urdf', 'phil.urdf.xacro'])]),
-        value_type=str)
-    return LaunchDescription([
-        DeclareLaunchArgument('gui', default_value='true',
-                              description='Start joint_state_publisher_gui to move the joints.'),
-        Node(package='robot_state_publisher', executable='robot_state_publisher',
-             parameters=[{'robot_description': robot_description}]),
-        Node(package='joint_state_publisher_gui', executable='joint_state_publisher_gui',
-             condition=IfCondition(LaunchConfiguration('gui'))),
-        Node(package='phil_description', executable='description_publisher',
-             parameters=[{'publish_robot_description': False}]),
-        Node(package='rviz2', executable='rviz2',
-             arguments=['-d', PathJoinSubstitution([description_share, 'rviz', 'phil.rviz'])]),
-    ])
+        value_type=str,
+    )
+    return LaunchDescription(
+        [
+            DeclareLaunchArgument(
+                'gui',
+                default_value='true',
+                description='Start joint_state_publisher_gui to move the joints.',
+            ),
+            Node(
+                package='robot_state_publisher',
+                executable='robot_state_publisher',
+                parameters=[{'robot_description': robot_description}],
+            ),
+            Node(
+                package='joint_state_publisher_gui',
+                executable='joint_state_publisher_gui',
+                condition=IfCondition(LaunchConfiguration('gui')),
+            ),
+            Node(
+                package='phil_description',
+                executable='description_publisher',
+                parameters=[{'publish_robot_description': False}],
+            ),
+            Node(
+                package='rviz2',
+                executable='rviz2',
+                arguments=['-d', PathJoinSubstitution([description_share, 'rviz', 'phil.rviz'])],
+            ),
+        ]
+    )

@@ -21,10 +21,14 @@ from phil_description.heartbeats import Liveness
 from phil_description.kit_markers import MarkerSpec, kit_marker_specs
 from phil_description.node_runner import run_node
 
-LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
-                     reliability=ReliabilityPolicy.RELIABLE)
-MARKER_TYPES = {'cylinder': Marker.CYLINDER, 'sphere': Marker.SPHERE,
-                'text': Marker.TEXT_VIEW_FACING}
+LATCHED = QoSProfile(
+    depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE
+)
+MARKER_TYPES = {
+    'cylinder': Marker.CYLINDER,
+    'sphere': Marker.SPHERE,
+    'text': Marker.TEXT_VIEW_FACING,
+}
 
 
 def to_marker(spec: MarkerSpec) -> Marker:
@@ -48,8 +52,7 @@ class DescriptionPublisher(Node):
     def __init__(self, **node_options) -> None:
         super().__init__('description_publisher', **node_options)
         sim = bool(self.declare_parameter('sim', False).value)
-        publish_description = bool(
-            self.declare_parameter('publish_robot_description', True).value)
+        publish_description = bool(self.declare_parameter('publish_robot_description', True).value)
         model = default_robot_model(sim=sim)
         if publish_description:
             self._description_pub = self.create_publisher(String, 'robot_description', LATCHED)
@@ -60,7 +63,8 @@ class DescriptionPublisher(Node):
         self.get_logger().info(
             f'robot model: {len(model.joints)} joints, sim={sim}; published '
             f'{"robot_description and " if publish_description else ""}'
-            f'{len(markers.markers)} kit markers')
+            f'{len(markers.markers)} kit markers'
+        )
         self._liveness = Liveness(self)
 
 

@@ -21,8 +21,25 @@ AUTHORITY_FIELD = 'authority'
 
 _DOUBLE = struct.Struct('<d')
 _LENGTH = struct.Struct('<I')
-_NUMERIC = frozenset({'boolean', 'octet', 'char', 'byte', 'float', 'double', 'long double',
-                      'int8', 'uint8', 'int16', 'uint16', 'int32', 'uint32', 'int64', 'uint64'})
+_NUMERIC = frozenset(
+    {
+        'boolean',
+        'octet',
+        'char',
+        'byte',
+        'float',
+        'double',
+        'long double',
+        'int8',
+        'uint8',
+        'int16',
+        'uint16',
+        'int32',
+        'uint32',
+        'int64',
+        'uint64',
+    }
+)
 # Per message class: (field name, encoder) in field order, made once.
 _PLANS: dict[type, list[tuple[str, Callable]]] = {}
 
@@ -36,13 +53,19 @@ def _number(value, out: list[bytes]) -> None:
     if isinstance(value, float):
         out.append(_DOUBLE.pack(value))
     else:  # int, bool, a one-byte bytes (octet)
-        out.append(int.from_bytes(value, 'little').to_bytes(9, 'little', signed=True)
-                   if isinstance(value, bytes) else int(value).to_bytes(9, 'little', signed=True))
+        out.append(
+            int.from_bytes(value, 'little').to_bytes(9, 'little', signed=True)
+            if isinstance(value, bytes)
+            else int(value).to_bytes(9, 'little', signed=True)
+        )
 
 
 def _numbers(value, out: list[bytes]) -> None:
-    data = value.tobytes() if hasattr(value, 'tobytes') else b''.join(
-        _DOUBLE.pack(float(item)) for item in value)
+    data = (
+        value.tobytes()
+        if hasattr(value, 'tobytes')
+        else b''.join(_DOUBLE.pack(float(item)) for item in value)
+    )
     out += (_LENGTH.pack(len(data)), data)
 
 
@@ -56,13 +79,14 @@ def _sequence_of(encode: Callable) -> Callable:
         out.append(_LENGTH.pack(len(value)))
         for item in value:
             encode(item, out)
+
     return encode_all
 
 
 def _encoder(kind: str) -> Callable:
     element = kind.split('[', 1)[0] if kind.endswith(']') else kind
     if element.startswith('sequence<'):
-        element = element[len('sequence<'):].rstrip('>').split(',', 1)[0]
+        element = element[len('sequence<') :].rstrip('>').split(',', 1)[0]
     elif element == kind:  # a single value
         if '/' in kind:
             return _message

@@ -52,26 +52,39 @@ class Liveness:
         clock: Monotonic time source [s].
     """
 
-    def __init__(self, owner: Node, watched: Iterable[str] = (),
-                 timeout_s: float = DEFAULT_LIVENESS_TIMEOUT_S,
-                 on_down: Callable[[NodeDown], None] | None = None,
-                 on_back: Callable[[str], None] | None = None,
-                 required: Iterable[str] = (), on_beat: Callable[[], None] | None = None,
-                 spins: Node | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        owner: Node,
+        watched: Iterable[str] = (),
+        timeout_s: float = DEFAULT_LIVENESS_TIMEOUT_S,
+        on_down: Callable[[NodeDown], None] | None = None,
+        on_back: Callable[[str], None] | None = None,
+        required: Iterable[str] = (),
+        on_beat: Callable[[], None] | None = None,
+        spins: Node | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         node = spins or owner
         space = process_space()
         self._clock = clock
         self._lock = threading.Lock()
-        self._monitor = LivenessMonitor(watched, timeout_s, clock(), required,
-                                        own=owner.get_fully_qualified_name(), space=space)
+        self._monitor = LivenessMonitor(
+            watched,
+            timeout_s,
+            clock(),
+            required,
+            own=owner.get_fully_qualified_name(),
+            space=space,
+        )
         self._on_down, self._on_back, self._on_beat = on_down, on_back, on_beat
-        self._msg = HeartbeatMsg(node=owner.get_fully_qualified_name(), pid=os.getpid(),
-                                 process_space=space)
+        self._msg = HeartbeatMsg(
+            node=owner.get_fully_qualified_name(), pid=os.getpid(), process_space=space
+        )
         self._publisher = node.create_publisher(HeartbeatMsg, HEARTBEAT_TOPIC, HEARTBEAT_QOS)
         if self._monitor.watched:
-            node.create_subscription(HeartbeatMsg, HEARTBEAT_TOPIC, self._on_heartbeat,
-                                     HEARTBEAT_QOS)
+            node.create_subscription(
+                HeartbeatMsg, HEARTBEAT_TOPIC, self._on_heartbeat, HEARTBEAT_QOS
+            )
         node.create_timer(HEARTBEAT_PERIOD_S, self._beat)
         if self._monitor.watched:
             node.create_timer(CHECK_PERIOD_S, self.check)

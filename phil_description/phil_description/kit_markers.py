@@ -19,7 +19,7 @@ class MarkerSpec:
 
     namespace: str
     marker_id: int
-    shape: str                         # 'cylinder', 'sphere' or 'text'
+    shape: str  # 'cylinder', 'sphere' or 'text'
     position_m: tuple[float, float, float]
     scale_m: tuple[float, float, float]
     rgba: tuple[float, float, float, float]
@@ -34,13 +34,31 @@ def kit_marker_specs(kit: DrumKit) -> list[MarkerSpec]:
         rgba = CYMBAL_RGBA if instrument.kind == 'cymbal' else DRUM_RGBA
         diameter = 2 * instrument.radius_m
         center = tuple(float(v) for v in instrument.center_m)
-        specs.append(MarkerSpec('pads', instrument.id, 'cylinder', center,
-                                (diameter, diameter, 0.02), rgba))
+        specs.append(
+            MarkerSpec('pads', instrument.id, 'cylinder', center, (diameter, diameter, 0.02), rgba)
+        )
         label_position = (center[0], center[1], center[2] + 0.06)
-        specs.append(MarkerSpec('labels', instrument.id, 'text', label_position,
-                                (0.0, 0.0, 0.04), (1.0, 1.0, 1.0, 1.0), instrument.name))
+        specs.append(
+            MarkerSpec(
+                'labels',
+                instrument.id,
+                'text',
+                label_position,
+                (0.0, 0.0, 0.04),
+                (1.0, 1.0, 1.0, 1.0),
+                instrument.name,
+            )
+        )
         for offset, (hand, strike) in enumerate(sorted(instrument.strikes.items())):
             position = tuple(float(v) for v in np.asarray(strike.position_m))
-            specs.append(MarkerSpec(f'strikes_{hand}', instrument.id * 2 + offset, 'sphere',
-                                    position, (0.025, 0.025, 0.025), STRIKE_RGBA[hand]))
+            specs.append(
+                MarkerSpec(
+                    f'strikes_{hand}',
+                    instrument.id * 2 + offset,
+                    'sphere',
+                    position,
+                    (0.025, 0.025, 0.025),
+                    STRIKE_RGBA[hand],
+                )
+            )
     return specs

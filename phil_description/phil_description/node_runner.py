@@ -43,8 +43,9 @@ from phil_description.graph_safety import sign_message, signed_by
 from phil_msgs.msg import GraphShutdown
 
 GRAPH_SHUTDOWN_TOPIC = '/phil/shutdown'
-GRAPH_SHUTDOWN_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
-                                reliability=ReliabilityPolicy.RELIABLE)
+GRAPH_SHUTDOWN_QOS = QoSProfile(
+    depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE
+)
 # How long the node that ends the graph waits, as it stops, for every other node to hold the
 # shutdown message; one stopped or starved longer gets its stop from the launcher instead.
 GRAPH_SHUTDOWN_DELIVERY_TIMEOUT_S = 5.0
@@ -58,8 +59,12 @@ TEARDOWN_TIMEOUT_S = 20.0
 CONFIG_ERRORS = (ValueError, ParameterException)
 
 
-def exit_on_graph_shutdown(node: Node, requested: threading.Event, key: GraphKey,
-                           before_exit: Callable[[], None] | None = None) -> None:
+def exit_on_graph_shutdown(
+    node: Node,
+    requested: threading.Event,
+    key: GraphKey,
+    before_exit: Callable[[], None] | None = None,
+) -> None:
     """Set ``requested`` (after ``before_exit``) once `/phil/shutdown` is published signed with
     ``key``; an unsigned one (a foreign node) is ignored and said."""
 
@@ -67,8 +72,10 @@ def exit_on_graph_shutdown(node: Node, requested: threading.Event, key: GraphKey
         if requested.is_set():
             return
         if not signed_by(key, msg):
-            node.get_logger().warning('ignored a /phil/shutdown not signed with the graph key '
-                                      '(from outside the graph); QUIT ends the graph')
+            node.get_logger().warning(
+                'ignored a /phil/shutdown not signed with the graph key '
+                '(from outside the graph); QUIT ends the graph'
+            )
             return
         node.get_logger().info(f'graph shutdown requested ({msg.reason}); exiting')
         if before_exit is not None:
@@ -77,8 +84,13 @@ def exit_on_graph_shutdown(node: Node, requested: threading.Event, key: GraphKey
 
     # Its own group: a long callback of the node's default group (a lifecycle transition)
     # must not hold the shutdown back.
-    node.create_subscription(GraphShutdown, GRAPH_SHUTDOWN_TOPIC, shut_down, GRAPH_SHUTDOWN_QOS,
-                             callback_group=MutuallyExclusiveCallbackGroup())
+    node.create_subscription(
+        GraphShutdown,
+        GRAPH_SHUTDOWN_TOPIC,
+        shut_down,
+        GRAPH_SHUTDOWN_QOS,
+        callback_group=MutuallyExclusiveCallbackGroup(),
+    )
 
 
 class GraphShutdownSender:
@@ -91,15 +103,17 @@ class GraphShutdownSender:
 
     def __init__(self, node: Node, key: GraphKey) -> None:
         self._key = key
-        self._publisher = node.create_publisher(GraphShutdown, GRAPH_SHUTDOWN_TOPIC,
-                                                GRAPH_SHUTDOWN_QOS)
+        self._publisher = node.create_publisher(
+            GraphShutdown, GRAPH_SHUTDOWN_TOPIC, GRAPH_SHUTDOWN_QOS
+        )
 
     def send(self, reason: str = 'QUIT') -> None:
         msg = GraphShutdown(reason=reason, nonce=secrets.token_hex(8))
         self._publisher.publish(sign_message(self._key, msg))
 
-    def wait_delivered(self, subscribers: int = 0, *,
-                       timeout_s: float = GRAPH_SHUTDOWN_DELIVERY_TIMEOUT_S) -> bool:
+    def wait_delivered(
+        self, subscribers: int = 0, *, timeout_s: float = GRAPH_SHUTDOWN_DELIVERY_TIMEOUT_S
+    ) -> bool:
         """True once every matched node acknowledged what was sent (at once if nothing was)
         and at least ``subscribers`` nodes have been matched meanwhile: a QUIT right after
         start-up can come before discovery has finished, and a node that matches only after
@@ -111,7 +125,8 @@ class GraphShutdownSender:
             most = max(most, self._publisher.get_subscription_count())
             remaining = deadline - time.monotonic()
             acked = self._publisher.wait_for_all_acked(
-                Duration(seconds=max(0.0, min(remaining, ACK_POLL_S))))
+                Duration(seconds=max(0.0, min(remaining, ACK_POLL_S)))
+            )
             if acked and most >= subscribers:
                 return True
             if remaining <= 0:
@@ -119,8 +134,12 @@ class GraphShutdownSender:
             time.sleep(ACK_POLL_S)
 
 
-def spin_until(executor: Executor, node: Node, requested: threading.Event,
-               signalled: Callable[[], bool] = lambda: False) -> None:
+def spin_until(
+    executor: Executor,
+    node: Node,
+    requested: threading.Event,
+    signalled: Callable[[], bool] = lambda: False,
+) -> None:
     """Spin ``executor`` until ``requested`` is set, ``signalled()`` is true or the node's
     context shuts down."""
     while node.context.ok() and not requested.is_set() and not signalled():
@@ -134,9 +153,13 @@ class CompanionNode:
     ROS arguments (``-r __node:=...`` names the owner)."""
 
     def __init__(self, owner: Node, suffix: str) -> None:
-        self.node = Node(f'{owner.get_name()}_{suffix}', namespace=owner.get_namespace(),
-                         context=owner.context, use_global_arguments=False,
-                         start_parameter_services=False)
+        self.node = Node(
+            f'{owner.get_name()}_{suffix}',
+            namespace=owner.get_namespace(),
+            context=owner.context,
+            use_global_arguments=False,
+            start_parameter_services=False,
+        )
         self._executor = SingleThreadedExecutor(context=owner.context)
         self._executor.add_node(self.node)
         self._stop = threading.Event()
@@ -208,9 +231,12 @@ def waiting_executor(context: Context | None = None) -> Executor:
     return SingleThreadedExecutor(context=context)
 
 
-def run_node(make_node: Callable[[], Node], args: list[str] | None = None,
-             make_executor: Callable[[], Executor] = fastest_executor,
-             graph_shutdown: bool = True) -> None:
+def run_node(
+    make_node: Callable[[], Node],
+    args: list[str] | None = None,
+    make_executor: Callable[[], Executor] = fastest_executor,
+    graph_shutdown: bool = True,
+) -> None:
     """Create the node after ``rclpy.init`` and spin it until shutdown.
 
     The node follows the graph shutdown (``graph_shutdown``; needs ``PHIL_GRAPH_KEY``, without
@@ -228,7 +254,7 @@ def run_node(make_node: Callable[[], Node], args: list[str] | None = None,
                 node = make_node()
             except CONFIG_ERRORS as error:
                 if not rclpy.ok() or stop_signals.received:
-                    raise   # Ctrl-C while it was being built (see below)
+                    raise  # Ctrl-C while it was being built (see below)
                 # One line, no traceback: the launcher shows it and stops the graph.
                 sys.stderr.write(f'configuration refused: {error}\n')
                 sys.stderr.flush()
@@ -239,8 +265,9 @@ def run_node(make_node: Callable[[], Node], args: list[str] | None = None,
                 except GraphKeyError as error:
                     node.get_logger().warning(f'not following the graph shutdown: {error}')
                 else:
-                    exit_on_graph_shutdown(node, requested, key,
-                                           getattr(node, 'on_graph_shutdown', None))
+                    exit_on_graph_shutdown(
+                        node, requested, key, getattr(node, 'on_graph_shutdown', None)
+                    )
             executor = make_executor()
             executor.add_node(node)
             freeze_start_up_objects()

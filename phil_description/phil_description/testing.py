@@ -12,8 +12,9 @@ from rclpy.context import Context
 
 
 @contextlib.contextmanager
-def ros_test_context(domain_id: int | None = None,
-                     domains: tuple[int, int] = (1, 100)) -> Iterator[Context]:
+def ros_test_context(
+    domain_id: int | None = None, domains: tuple[int, int] = (1, 100)
+) -> Iterator[Context]:
     """An initialised rclpy context, shut down afterwards, the environment left alone.
 
     Args:

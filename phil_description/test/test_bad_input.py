@@ -25,8 +25,9 @@ def edit(path: Path, old: str, new: str) -> None:
 
 
 def load(description: Path):
-    return load_robot_model(description / 'urdf' / 'phil.urdf.xacro',
-                            description / 'config' / 'poses.yaml')
+    return load_robot_model(
+        description / 'urdf' / 'phil.urdf.xacro', description / 'config' / 'poses.yaml'
+    )
 
 
 def expect_error(description: Path, file_name: str, *fragments: str) -> DescriptionError:
@@ -44,43 +45,72 @@ def test_the_unbroken_copy_loads(description):
 
 
 def test_missing_hardware_parameter(description):
-    edit(description / 'urdf' / 'phil.ros2_control.xacro',
-         '<param name="current_limit_a">${current_limit_a}</param>', '')
+    edit(
+        description / 'urdf' / 'phil.ros2_control.xacro',
+        '<param name="current_limit_a">${current_limit_a}</param>',
+        '',
+    )
     error = expect_error(description, 'phil.urdf.xacro', "parameter 'current_limit_a' is missing")
     assert error.item == "ros2_control joint 'waist'"
 
 
 def test_malformed_hardware_parameter(description):
-    edit(description / 'urdf' / 'phil.ros2_control.xacro',
-         'bus="can1" node_id="4"', 'bus="can1" node_id="four"')
-    expect_error(description, 'phil.urdf.xacro', "joint 'right_elbow'",
-                 "parameter 'node_id' = 'four' is not a number")
+    edit(
+        description / 'urdf' / 'phil.ros2_control.xacro',
+        'bus="can1" node_id="4"',
+        'bus="can1" node_id="four"',
+    )
+    expect_error(
+        description,
+        'phil.urdf.xacro',
+        "joint 'right_elbow'",
+        "parameter 'node_id' = 'four' is not a number",
+    )
 
 
 def test_out_of_range_hardware_parameter(description):
-    edit(description / 'urdf' / 'phil.ros2_control.xacro',
-         'direction_sign="-1" initial_deg="90" kp="60"',
-         'direction_sign="2" initial_deg="90" kp="60"')
-    expect_error(description, 'phil.urdf.xacro', "joint 'right_wrist'",
-                 "'direction_sign' = '2' must be +1 or -1")
+    edit(
+        description / 'urdf' / 'phil.ros2_control.xacro',
+        'direction_sign="-1" initial_deg="90" kp="60"',
+        'direction_sign="2" initial_deg="90" kp="60"',
+    )
+    expect_error(
+        description,
+        'phil.urdf.xacro',
+        "joint 'right_wrist'",
+        "'direction_sign' = '2' must be +1 or -1",
+    )
 
 
 def test_unknown_motor_family(description):
-    edit(description / 'urdf' / 'phil.ros2_control.xacro',
-         '<param name="family">dynamixel</param>', '<param name="family">servo</param>')
+    edit(
+        description / 'urdf' / 'phil.ros2_control.xacro',
+        '<param name="family">dynamixel</param>',
+        '<param name="family">servo</param>',
+    )
     expect_error(description, 'phil.urdf.xacro', "joint 'head_yaw'", "unknown family 'servo'")
 
 
 def test_two_motors_with_one_id_on_one_bus(description):
-    edit(description / 'urdf' / 'phil.ros2_control.xacro',
-         'bus="can1" node_id="3"', 'bus="can1" node_id="1"')
-    expect_error(description, 'phil.urdf.xacro', "joint 'right_shoulder_2'",
-                 "device id 1 on can1 is already used by 'right_shoulder_1'")
+    edit(
+        description / 'urdf' / 'phil.ros2_control.xacro',
+        'bus="can1" node_id="3"',
+        'bus="can1" node_id="1"',
+    )
+    expect_error(
+        description,
+        'phil.urdf.xacro',
+        "joint 'right_shoulder_2'",
+        "device id 1 on can1 is already used by 'right_shoulder_1'",
+    )
 
 
 def test_pose_with_an_unknown_joint(description):
-    edit(description / 'config' / 'poses.yaml', 'head_yaw: 0, head_pitch: 20}',
-         'head_yaw: 0, head_pitch: 20, neck: 3}')
+    edit(
+        description / 'config' / 'poses.yaml',
+        'head_yaw: 0, head_pitch: 20}',
+        'head_yaw: 0, head_pitch: 20, neck: 3}',
+    )
     expect_error(description, 'poses.yaml', "pose 'ready'", 'unknown joint(s) neck')
 
 
@@ -91,8 +121,12 @@ def test_pose_missing_a_joint(description):
 
 def test_pose_outside_the_joint_limits(description):
     edit(description / 'config' / 'poses.yaml', 'right_elbow: 65', 'right_elbow: 150')
-    expect_error(description, 'poses.yaml', "pose 'ready' joint 'right_elbow'",
-                 '150 deg is outside the joint limits [0, 140.1] deg')
+    expect_error(
+        description,
+        'poses.yaml',
+        "pose 'ready' joint 'right_elbow'",
+        '150 deg is outside the joint limits [0, 140.1] deg',
+    )
 
 
 def test_pose_with_a_non_number(description):
@@ -116,8 +150,11 @@ def test_broken_kit_yaml_names_the_kit_file(description):
 
 
 def test_broken_xacro(description):
-    edit(description / 'urdf' / 'phil_body.xacro', '${upper_arm_length} 0 0',
-         '${upper_arm_lenght} 0 0')
+    edit(
+        description / 'urdf' / 'phil_body.xacro',
+        '${upper_arm_length} 0 0',
+        '${upper_arm_lenght} 0 0',
+    )
     expect_error(description, 'phil.urdf.xacro', 'xacro failed', 'upper_arm_lenght')
 
 
@@ -129,17 +166,24 @@ def test_broken_urdf_xml(tmp_path):
 
 
 def test_urdf_limit_without_upper_names_the_joint():
-    urdf = ('<robot name="r"><link name="a"/><link name="b"/>'
-            '<joint name="j" type="revolute"><parent link="a"/><child link="b"/>'
-            '<limit lower="0" velocity="1" effort="1"/></joint></robot>')
-    with pytest.raises(DescriptionError, match=r"x\.urdf: joint 'j': <limit> lacks attribute "
-                                               r"'upper'"):
+    urdf = (
+        '<robot name="r"><link name="a"/><link name="b"/>'
+        '<joint name="j" type="revolute"><parent link="a"/><child link="b"/>'
+        '<limit lower="0" velocity="1" effort="1"/></joint></robot>'
+    )
+    with pytest.raises(
+        DescriptionError,
+        match=r"x\.urdf: joint 'j': <limit> lacks attribute "
+        r"'upper'",
+    ):
         parse_urdf(urdf, 'x.urdf')
 
 
 def test_joint_referring_to_an_unknown_link():
-    urdf = ('<robot name="r"><link name="a"/>'
-            '<joint name="j" type="fixed"><parent link="a"/><child link="b"/></joint></robot>')
+    urdf = (
+        '<robot name="r"><link name="a"/>'
+        '<joint name="j" type="fixed"><parent link="a"/><child link="b"/></joint></robot>'
+    )
     with pytest.raises(DescriptionError, match="joint 'j': refers to unknown link 'b'"):
         parse_urdf(urdf, 'x.urdf')
 

@@ -34,8 +34,8 @@ def test_a_full_log_is_rotated_and_every_file_starts_with_the_header(tmp_path):
     old, new = rows_of(rotated_path(path, 1)), rows_of(path)
     assert old[0] == new[0] == list(COLUMNS)
     assert path.stat().st_size <= 1000 and rotated_path(path, 1).stat().st_size <= 1000
-    kept = old[1:] + new[1:]                     # the newest rows, in order, none cut
-    assert kept == [[str(cell) for cell in row] for row in written[-len(kept):]]
+    kept = old[1:] + new[1:]  # the newest rows, in order, none cut
+    assert kept == [[str(cell) for cell in row] for row in written[-len(kept) :]]
     assert path.stat().st_size + rotated_path(path, 1).stat().st_size > 1000
 
 
@@ -48,7 +48,7 @@ def test_keep_old_files_and_drop_older_ones(tmp_path, keep):
     assert log_files(tmp_path) == ['log.csv'] + [f'log.csv.{i}' for i in range(1, keep + 1)]
     firsts = [int(rows_of(rotated_path(path, i))[1][0]) for i in range(keep, 0, -1)]
     firsts.append(int(rows_of(path)[1][0]))
-    assert firsts == sorted(firsts)              # .3 older than .2 older than .1 older than now
+    assert firsts == sorted(firsts)  # .3 older than .2 older than .1 older than now
     assert int(rows_of(path)[-1][0]) == 99
 
 
@@ -131,7 +131,8 @@ def test_concurrent_writers_never_mix_or_lose_rows(tmp_path):
     for writer in range(writers):
         mine = [row for row in rows if row[1] == str(writer)]
         assert [(row[2], row[3]) for row in mine] == [
-            (str(seq), f'w{writer}-{seq}') for seq in range(per_writer)]
+            (str(seq), f'w{writer}-{seq}') for seq in range(per_writer)
+        ]
 
 
 def test_invalid_arguments(tmp_path):

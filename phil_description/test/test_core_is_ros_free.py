@@ -16,7 +16,8 @@ print('ok')
 
 
 def test_core_imports_without_ros():
-    result = subprocess.run([sys.executable, '-c', BLOCK_ROS], capture_output=True, text=True,
-                            timeout=120)
+    result = subprocess.run(
+        [sys.executable, '-c', BLOCK_ROS], capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().endswith('ok')

@@ -24,10 +24,12 @@ def test_late_subscriber_receives_description_and_markers(context):
     publisher = DescriptionPublisher(context=context)
     probe = rclpy.create_node('probe', context=context)
     received = {}
-    probe.create_subscription(String, 'robot_description',
-                              lambda msg: received.setdefault('urdf', msg.data), LATCHED)
-    probe.create_subscription(MarkerArray, 'phil/kit_markers',
-                              lambda msg: received.setdefault('markers', msg), LATCHED)
+    probe.create_subscription(
+        String, 'robot_description', lambda msg: received.setdefault('urdf', msg.data), LATCHED
+    )
+    probe.create_subscription(
+        MarkerArray, 'phil/kit_markers', lambda msg: received.setdefault('markers', msg), LATCHED
+    )
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(publisher)
     executor.add_node(probe)

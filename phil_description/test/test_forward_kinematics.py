@@ -17,17 +17,26 @@ TOLERANCE_M = 1e-4
 def craig(alpha, a, d, theta):
     """One modified (Craig) DH row: RotX(alpha) TransX(a) RotZ(theta) TransZ(d)."""
     ca, sa, ct, st_ = math.cos(alpha), math.sin(alpha), math.cos(theta), math.sin(theta)
-    return np.array([[ct, -st_, 0, a],
-                     [st_ * ca, ct * ca, -sa, -sa * d],
-                     [st_ * sa, ct * sa, ca, ca * d],
-                     [0, 0, 0, 1]])
+    return np.array(
+        [
+            [ct, -st_, 0, a],
+            [st_ * ca, ct * ca, -sa, -sa * d],
+            [st_ * sa, ct * sa, ca, ca * d],
+            [0, 0, 0, 1],
+        ]
+    )
 
 
 def dh_tip(q0, q_shoulder_1, q_shoulder_2, q_elbow, q_wrist, side_sign):
     """Upstream FK of one stick tip in the kinematic frame (side_sign +1 right, -1 left)."""
-    rows = [(0, 0, 0, q0), (0, side_sign * SHOULDER_SPACING / 2, 0, q_shoulder_1),
-            (math.pi / 2, 0, 0, q_shoulder_2 - math.pi / 2), (0, UPPER_ARM, 0, q_elbow),
-            (0, FOREARM, 0, q_wrist), (0, STICK, 0, 0)]
+    rows = [
+        (0, 0, 0, q0),
+        (0, side_sign * SHOULDER_SPACING / 2, 0, q_shoulder_1),
+        (math.pi / 2, 0, 0, q_shoulder_2 - math.pi / 2),
+        (0, UPPER_ARM, 0, q_elbow),
+        (0, FOREARM, 0, q_wrist),
+        (0, STICK, 0, 0),
+    ]
     transform = np.eye(4)
     for row in rows:
         transform = transform @ craig(*row)
@@ -41,10 +50,22 @@ def model():
 
 def dh_tips(model, q):
     index = model.joint
-    right = dh_tip(q[0], q[index('right_shoulder_1').index], q[index('right_shoulder_2').index],
-                   q[index('right_elbow').index], q[index('right_wrist').index], +1)
-    left = dh_tip(q[0], q[index('left_shoulder_1').index], q[index('left_shoulder_2').index],
-                  q[index('left_elbow').index], q[index('left_wrist').index], -1)
+    right = dh_tip(
+        q[0],
+        q[index('right_shoulder_1').index],
+        q[index('right_shoulder_2').index],
+        q[index('right_elbow').index],
+        q[index('right_wrist').index],
+        +1,
+    )
+    left = dh_tip(
+        q[0],
+        q[index('left_shoulder_1').index],
+        q[index('left_shoulder_2').index],
+        q[index('left_elbow').index],
+        q[index('left_wrist').index],
+        -1,
+    )
     return right, left
 
 
@@ -90,12 +111,12 @@ def test_rep103_base_frame_and_the_single_kinematic_frame_mapping(model):
     q = model.poses['ready']
     base_to_kinematic = model.link_transform(q, KINEMATIC_FRAME, frame=BASE_FRAME)
     np.testing.assert_allclose(base_to_kinematic[:3, 0], [0, -1, 0], atol=1e-12)  # right
-    np.testing.assert_allclose(base_to_kinematic[:3, 1], [1, 0, 0], atol=1e-12)   # forward
+    np.testing.assert_allclose(base_to_kinematic[:3, 1], [1, 0, 0], atol=1e-12)  # forward
     np.testing.assert_allclose(base_to_kinematic[:3, 2], [0, 0, 1], atol=1e-12)
     right_base, left_base = model.stick_tip_positions(q, frame=BASE_FRAME)
     right_kin, left_kin = model.stick_tip_positions(q)
-    assert right_base[0] > 0.3 and left_base[0] > 0.3            # in front of the robot
-    assert right_base[1] < left_base[1]                           # right hand on -y
+    assert right_base[0] > 0.3 and left_base[0] > 0.3  # in front of the robot
+    assert right_base[1] < left_base[1]  # right hand on -y
     np.testing.assert_allclose(transform_points(base_to_kinematic, right_kin), right_base)
     shoulders = model.shoulder_positions(np.array(0.0))
     np.testing.assert_allclose(shoulders['right'], [0.26, 0, 0], atol=1e-12)
@@ -105,6 +126,7 @@ def test_positive_head_yaw_looks_left_and_positive_pitch_looks_down(model):
     def camera_axis(**joints):
         q = model.positions({name: math.radians(deg) for name, deg in joints.items()})
         return model.link_transform(q, 'head_camera')[:3, 0]
+
     assert camera_axis(head_yaw=30)[1] > 0.4
     assert camera_axis(head_pitch=30)[2] < -0.4
 

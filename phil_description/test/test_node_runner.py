@@ -30,7 +30,7 @@ EXIT_TIMEOUT_S = 30.0
 
 # Busy timers on a 4-thread executor, each publishing: the shape of the trajectory generator and
 # hardware nodes that used to fail on destroyed handles when QUIT arrived mid-callback.
-BUSY_NODE = textwrap.dedent('''
+BUSY_NODE = textwrap.dedent("""
     import sys
     import time
     from rclpy.executors import MultiThreadedExecutor
@@ -63,7 +63,7 @@ BUSY_NODE = textwrap.dedent('''
     run_node(Busy, make_executor=lambda: MultiThreadedExecutor(num_threads=4))
     time.sleep(1.5)  # the teardown guard is off once run_node returned
     print('exited', flush=True)
-''')
+""")
 
 
 @pytest.fixture
@@ -85,8 +85,13 @@ def _wait_for_line(process: subprocess.Popen, expected: str, timeout_s: float) -
 
 def test_graph_shutdown_ends_busy_multithreaded_nodes_with_code_0(domain_env):
     processes = [
-        subprocess.Popen([sys.executable, '-c', BUSY_NODE, str(index)], env=domain_env,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, '-c', BUSY_NODE, str(index)],
+            env=domain_env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for index in range(PROCESSES)
     ]
     try:
@@ -94,19 +99,26 @@ def test_graph_shutdown_ends_busy_multithreaded_nodes_with_code_0(domain_env):
             _wait_for_line(process, 'ready', READY_TIMEOUT_S)
         with ros_test_context(int(domain_env['ROS_DOMAIN_ID'])) as context:
             node = rclpy.create_node('shutdown_sender', context=context)
-            publisher = node.create_publisher(GraphShutdown, GRAPH_SHUTDOWN_TOPIC,
-                                              GRAPH_SHUTDOWN_QOS)
-            foreign = node.create_publisher(GraphShutdown, GRAPH_SHUTDOWN_TOPIC,
-                                            GRAPH_SHUTDOWN_QOS)
+            publisher = node.create_publisher(
+                GraphShutdown, GRAPH_SHUTDOWN_TOPIC, GRAPH_SHUTDOWN_QOS
+            )
+            foreign = node.create_publisher(
+                GraphShutdown, GRAPH_SHUTDOWN_TOPIC, GRAPH_SHUTDOWN_QOS
+            )
             # From outside the graph (no key, another key): ignored, the nodes run on.
             foreign.publish(GraphShutdown(reason='unsigned', nonce='a'))
-            foreign.publish(sign_message(GraphKey('not the graph key at all'),
-                                         GraphShutdown(reason='foreign', nonce='b')))
+            foreign.publish(
+                sign_message(
+                    GraphKey('not the graph key at all'),
+                    GraphShutdown(reason='foreign', nonce='b'),
+                )
+            )
             time.sleep(2.0)
             assert [process.poll() for process in processes] == [None] * PROCESSES
             # Latched: late-matching subscribers get it too.
-            publisher.publish(sign_message(GraphKey.from_environment(),
-                                           GraphShutdown(reason='QUIT', nonce='c')))
+            publisher.publish(
+                sign_message(GraphKey.from_environment(), GraphShutdown(reason='QUIT', nonce='c'))
+            )
             outputs = []
             for process in processes:
                 stdout, stderr = process.communicate(timeout=EXIT_TIMEOUT_S)
@@ -123,7 +135,7 @@ def test_graph_shutdown_ends_busy_multithreaded_nodes_with_code_0(domain_env):
         assert 'Error' not in stderr and 'Traceback' not in stderr, stderr
 
 
-HANGING_TEARDOWN = textwrap.dedent('''
+HANGING_TEARDOWN = textwrap.dedent("""
     import ctypes
     from rclpy.node import Node
     import phil_description.node_runner as node_runner
@@ -140,14 +152,19 @@ HANGING_TEARDOWN = textwrap.dedent('''
     node_runner.TEARDOWN_TIMEOUT_S = 1.0
     node_runner.run_node(Stuck)
     print('returned', flush=True)
-''')
+""")
 
 
 def test_a_teardown_that_hangs_holding_the_gil_still_ends_the_process(domain_env):
     # CI may start the tests with SIGINT ignored; the child must get Ctrl-C like a node does.
-    process = subprocess.Popen([sys.executable, '-c', HANGING_TEARDOWN], env=domain_env,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    process = subprocess.Popen(
+        [sys.executable, '-c', HANGING_TEARDOWN],
+        env=domain_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     try:
         _wait_for_line(process, 'ready', READY_TIMEOUT_S)
         process.send_signal(signal.SIGINT)
@@ -193,7 +210,7 @@ def test_a_coroutine_waiting_on_the_waiting_executor_costs_no_cpu():
     assert cpu < 0.3, f'{cpu:.2f} s of CPU while waiting 1 s'
 
 
-FREEZE_PROBE = textwrap.dedent('''
+FREEZE_PROBE = textwrap.dedent("""
     import gc
     import os
     import signal
@@ -210,12 +227,17 @@ FREEZE_PROBE = textwrap.dedent('''
             os.kill(os.getpid(), signal.SIGTERM)  # a stop request
 
     run_node(Probe)
-''')
+""")
 
 
 def test_start_up_objects_are_frozen_out_of_the_garbage_collector(domain_env):
-    done = subprocess.run([sys.executable, '-c', FREEZE_PROBE], env=domain_env,
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, '-c', FREEZE_PROBE],
+        env=domain_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     frozen = int(done.stdout.split()[1])
     # rclpy, the message types and the node: tens of thousands of objects no full collection
@@ -223,7 +245,7 @@ def test_start_up_objects_are_frozen_out_of_the_garbage_collector(domain_env):
     assert frozen > 10_000, done.stdout
 
 
-LISTENER = textwrap.dedent('''
+LISTENER = textwrap.dedent("""
     from rclpy.node import Node
     from phil_description.node_runner import run_node
 
@@ -234,7 +256,7 @@ LISTENER = textwrap.dedent('''
 
     run_node(Listener)
     print('exited', flush=True)
-''')
+""")
 
 
 def test_the_graph_shutdown_sender_waits_until_every_node_has_the_message(domain_env):
@@ -243,8 +265,13 @@ def test_the_graph_shutdown_sender_waits_until_every_node_has_the_message(domain
     acknowledged it."""
     from phil_description.node_runner import GraphShutdownSender
 
-    listener = subprocess.Popen([sys.executable, '-c', LISTENER], env=domain_env,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    listener = subprocess.Popen(
+        [sys.executable, '-c', LISTENER],
+        env=domain_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         _wait_for_line(listener, 'ready', READY_TIMEOUT_S)
         with ros_test_context(int(domain_env['ROS_DOMAIN_ID'])) as context:

@@ -26,8 +26,9 @@ def test_init_pose_is_the_locking_pin_pose_of_the_can_motors(model):
     """TMotor origins are zeroed at init, so init must equal every CAN joint's initial angle."""
     for joint in model.joints:
         if joint.motor.family.value != 'dynamixel':
-            assert model.poses['init'][joint.index] == \
-                pytest.approx(joint.motor.initial_position_rad), joint.name
+            assert model.poses['init'][joint.index] == pytest.approx(
+                joint.motor.initial_position_rad
+            ), joint.name
 
 
 @pytest.mark.skipif(not UPSTREAM_CONFIG.is_dir(), reason='upstream reference files not present')
@@ -38,8 +39,18 @@ def test_poses_match_upstream(model):
 
 
 def test_kit_has_the_ten_hit_instruments_with_upstream_ids(model):
-    expected = ['bass', 'snare', 'floor', 'mid', 'top', 'closed hihat', 'ride', 'right crash',
-                'left crash', 'open hihat']
+    expected = [
+        'bass',
+        'snare',
+        'floor',
+        'mid',
+        'top',
+        'closed hihat',
+        'ride',
+        'right crash',
+        'left crash',
+        'open hihat',
+    ]
     assert [model.kit.by_id(i).name for i in range(10)] == expected
     assert model.kit.by_name('bass').pedal_joint == 'right_pedal'
     assert model.kit.by_name('bass').strikes == {}
@@ -57,8 +68,9 @@ def test_kit_strike_points_are_upstreams_drum_coordinates(model):
         for hand in HANDS:
             strike = instrument.strikes[hand]
             np.testing.assert_allclose(strike.position_m, entry[hand]['position'], atol=1e-9)
-            assert math.degrees(strike.wrist_angle_rad) == \
-                pytest.approx(entry[hand]['wrist_angle_deg'])
+            assert math.degrees(strike.wrist_angle_rad) == pytest.approx(
+                entry[hand]['wrist_angle_deg']
+            )
 
 
 def test_open_hihat_is_three_centimetres_above_closed(model):
@@ -78,9 +90,12 @@ def test_every_strike_point_is_within_reach_for_some_waist_angle(model):
     for instrument in model.kit.instruments:
         for hand, strike in instrument.strikes.items():
             wrist = strike.wrist_angle_rad
-            virtual = math.hypot(lengths.forearm_m + lengths.stick_m * math.cos(wrist),
-                                 lengths.stick_m * math.sin(wrist))
+            virtual = math.hypot(
+                lengths.forearm_m + lengths.stick_m * math.cos(wrist),
+                lengths.stick_m * math.sin(wrist),
+            )
             distance = np.linalg.norm(strike.position_m - shoulders[hand], axis=-1)
-            reachable = (distance <= lengths.upper_arm_m + virtual) & \
-                        (distance >= abs(lengths.upper_arm_m - virtual))
+            reachable = (distance <= lengths.upper_arm_m + virtual) & (
+                distance >= abs(lengths.upper_arm_m - virtual)
+            )
             assert reachable.any(), f'{instrument.name} ({hand} hand) is out of reach'

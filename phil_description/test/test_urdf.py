@@ -29,8 +29,7 @@ def model():
 def test_xacro_command_line_expands_to_a_parsable_urdf():
     xacro_file = paths.default_urdf_path()
     xacro = shutil.which('xacro') or str(Path(sys.executable).with_name('xacro'))
-    result = subprocess.run([xacro, str(xacro_file)],
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run([xacro, str(xacro_file)], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     document = parse_urdf(result.stdout, 'xacro output')
     assert document.robot_name == 'phil'
@@ -46,8 +45,20 @@ def test_thirteen_joints_in_upstream_index_order(model):
 
 @pytest.mark.parametrize('row', JOINT_TABLE, ids=[row[1] for row in JOINT_TABLE])
 def test_joint_table_values(model, row):
-    index, name, family, model_name, gear, device_id, sign, initial, lower, upper, current, gains \
-        = row
+    (
+        index,
+        name,
+        family,
+        model_name,
+        gear,
+        device_id,
+        sign,
+        initial,
+        lower,
+        upper,
+        current,
+        gains,
+    ) = row
     joint = model.joint(name)
     motor = joint.motor
     assert joint.index == index
@@ -83,8 +94,12 @@ def test_bus_layout_and_parameters(model):
         assert bus.channel == bus.name
         assert bus.bitrate == 1_000_000
     dxl = hardware.serial_buses['dxl']
-    assert (dxl.port, dxl.baudrate, dxl.protocol_version, dxl.latency_timer_ms) == \
-        ('/dev/ttyUSB0', 4_500_000, 2.0, 1)
+    assert (dxl.port, dxl.baudrate, dxl.protocol_version, dxl.latency_timer_ms) == (
+        '/dev/ttyUSB0',
+        4_500_000,
+        2.0,
+        1,
+    )
     assert [m.joint for m in hardware.motors_on_bus('can3')] == ['right_wrist', 'left_wrist']
     assert [m.joint for m in hardware.motors_on_bus('can2')] == ['right_pedal', 'left_pedal']
     assert [m.joint for m in hardware.motors_on_bus('dxl')] == ['head_yaw', 'head_pitch']
@@ -114,8 +129,10 @@ def test_matches_upstream_motors_json(model):
         assert math.degrees(joint.lower_rad) == pytest.approx(entry['min_angle'])
         assert math.degrees(joint.upper_rad) == pytest.approx(entry['max_angle'])
         assert joint.motor.direction_sign == entry['direction_sign']
-        assert math.degrees(joint.motor.initial_position_rad) == \
-            pytest.approx(entry['initial_joint_angle'])
+        assert math.degrees(joint.motor.initial_position_rad) == pytest.approx(
+            entry['initial_joint_angle']
+        )
         expected_id = entry.get('dxl_id', entry.get('node_id'))
-        assert joint.motor.device_id == (int(expected_id, 16) if isinstance(expected_id, str)
-                                         else expected_id)
+        assert joint.motor.device_id == (
+            int(expected_id, 16) if isinstance(expected_id, str) else expected_id
+        )

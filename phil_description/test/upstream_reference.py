@@ -26,9 +26,17 @@ JOINT_TABLE = [
 
 # The IK / planning limits upstream keeps separately (kinematics.json), deg.
 IK_LIMITS = {
-    'waist': (-90, 90), 'right_shoulder_1': (0, 150), 'left_shoulder_1': (30, 180),
-    'right_shoulder_2': (-60, 90), 'right_elbow': (0, 140), 'left_shoulder_2': (-60, 90),
-    'left_elbow': (0, 140), 'right_wrist': (-90, 90), 'left_wrist': (-90, 90),
-    'right_pedal': (-90, 200), 'left_pedal': (-90, 200), 'head_yaw': (-90, 90),
+    'waist': (-90, 90),
+    'right_shoulder_1': (0, 150),
+    'left_shoulder_1': (30, 180),
+    'right_shoulder_2': (-60, 90),
+    'right_elbow': (0, 140),
+    'left_shoulder_2': (-60, 90),
+    'left_elbow': (0, 140),
+    'right_wrist': (-90, 90),
+    'left_wrist': (-90, 90),
+    'right_pedal': (-90, 200),
+    'left_pedal': (-90, 200),
+    'head_yaw': (-90, 90),
     'head_pitch': (-90, 90),
 }

@@ -55,7 +55,7 @@ from phil_hardware.core.transport import open_can_bus
 from phil_hardware.rt import BusLoopClient, BusLoopConfig
 
 TICK_S = 0.001
-OUTLIER_S = 0.001        # period errors above this are listed with their tick index
+OUTLIER_S = 0.001  # period errors above this are listed with their tick index
 MAX_OUTLIERS = 20
 PROBE_STEP_RAD = math.radians(0.5)
 
@@ -65,8 +65,12 @@ def percentiles_us(values: np.ndarray) -> dict[str, float]:
     if values.size == 0:
         return {}
     p50, p99, p999 = np.percentile(values, (50, 99, 99.9))
-    return {'p50_us': round(p50 * 1e6, 2), 'p99_us': round(p99 * 1e6, 2),
-            'p99_9_us': round(p999 * 1e6, 2), 'max_us': round(float(values.max()) * 1e6, 2)}
+    return {
+        'p50_us': round(p50 * 1e6, 2),
+        'p99_us': round(p99 * 1e6, 2),
+        'p99_9_us': round(p999 * 1e6, 2),
+        'max_us': round(float(values.max()) * 1e6, 2),
+    }
 
 
 class Sniffer:
@@ -75,7 +79,7 @@ class Sniffer:
     def __init__(self, params: CanBusParams, node_id: int) -> None:
         self.bus = open_can_bus(params)
         self.cob = epos4.RPDO_TARGET_POSITION_BASE + node_id
-        self.frames: list[tuple[float, int]] = []   # (wall-clock receive time, counts)
+        self.frames: list[tuple[float, int]] = []  # (wall-clock receive time, counts)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -101,8 +105,18 @@ class Sniffer:
 
 def start_simulator(base: int, link: Path) -> subprocess.Popen:
     process = subprocess.Popen(
-        [sys.executable, '-m', 'phil_hardware.sim', '--can-channel-base', f'ff11::7068:{base:x}',
-         '--dxl-port', str(link)], stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            '-m',
+            'phil_hardware.sim',
+            '--can-channel-base',
+            f'ff11::7068:{base:x}',
+            '--dxl-port',
+            str(link),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         line = process.stdout.readline()
@@ -116,11 +130,20 @@ def tick_row(mode: str, lateness_s: np.ndarray, **extra) -> dict:
     period_error = np.abs(np.diff(lateness_s))
     # Where the late ticks were (tick index, ms): a one-off at start-up and a periodic stall
     # have different causes.
-    late = [[int(i), round(float(period_error[i]) * 1e3, 2)]
-            for i in np.nonzero(period_error > OUTLIER_S)[0][:MAX_OUTLIERS]]
-    return {'bench': 'rt_loop', 'metric': 'tick', 'mode': mode, **extra,
-            'ticks': int(lateness_s.size), 'period_error': percentiles_us(period_error),
-            'lateness': percentiles_us(lateness_s), 'period_errors_over_1ms': late}
+    late = [
+        [int(i), round(float(period_error[i]) * 1e3, 2)]
+        for i in np.nonzero(period_error > OUTLIER_S)[0][:MAX_OUTLIERS]
+    ]
+    return {
+        'bench': 'rt_loop',
+        'metric': 'tick',
+        'mode': mode,
+        **extra,
+        'ticks': int(lateness_s.size),
+        'period_error': percentiles_us(period_error),
+        'lateness': percentiles_us(lateness_s),
+        'period_errors_over_1ms': late,
+    }
 
 
 def bare_loop(duration_s: float, realtime: RealtimeConfig) -> dict:
@@ -131,8 +154,7 @@ def bare_loop(duration_s: float, realtime: RealtimeConfig) -> dict:
     for index in range(lateness.size):
         lateness[index] = sleep_until(deadline, realtime.spin_s) - deadline
         deadline += TICK_S
-    return tick_row('floor', lateness, realtime=report.realtime,
-                    duration_s=round(duration_s, 2))
+    return tick_row('floor', lateness, realtime=report.realtime, duration_s=round(duration_s, 2))
 
 
 def run_floor(duration_s: float, cpus: tuple[int, ...], spin_s: float) -> list[dict]:
@@ -150,28 +172,37 @@ def run_floor(duration_s: float, cpus: tuple[int, ...], spin_s: float) -> list[d
             simulator.wait(10)
 
 
-def run_mode(mode: str, duration_s: float, feedback_timeout_s: float,
-             cpus: tuple[int, ...] = (), spin_s: float = 0.0002) -> list[dict]:
+def run_mode(
+    mode: str,
+    duration_s: float,
+    feedback_timeout_s: float,
+    cpus: tuple[int, ...] = (),
+    spin_s: float = 0.0002,
+) -> list[dict]:
     if mode == 'floor':
         return run_floor(duration_s, cpus, spin_s)
     model = default_robot_model(sim=True)
     base = random.randint(0x1000, 0xFF00)
-    can_params = {name: CanBusParams(name, 'udp_multicast', f'ff11::7068:{base + i:x}', 10**6)
-                  for i, name in enumerate(model.hardware.can_buses)}
+    can_params = {
+        name: CanBusParams(name, 'udp_multicast', f'ff11::7068:{base + i:x}', 10**6)
+        for i, name in enumerate(model.hardware.can_buses)
+    }
     with tempfile.TemporaryDirectory() as tmp:
         link = Path(tmp) / 'ttyDXL'
         simulator = start_simulator(base, link)
         serial = {'dxl': SerialBusParams('dxl', str(link), 4_500_000, 2.0, 1)}
         # The Python simulator itself stalls now and then on these 2-core VMs; supervision is
         # relaxed so a simulator hiccup does not end the measurement in FEEDBACK_TIMEOUT.
-        safety = SafetyConfig(can_feedback_timeout_s=feedback_timeout_s,
-                              serial_feedback_timeout_s=feedback_timeout_s)
-        controller = controller_config_from_model(model, can_buses=can_params,
-                                                  serial_buses=serial, safety=safety)
-        realtime = RealtimeConfig(sched_priority=40 if mode == 'fifo' else 0, cpu_affinity=cpus,
-                                  spin_s=spin_s)
-        config = BusLoopConfig(controller, realtime,
-                               trace_capacity=int((duration_s + 2) / TICK_S))
+        safety = SafetyConfig(
+            can_feedback_timeout_s=feedback_timeout_s, serial_feedback_timeout_s=feedback_timeout_s
+        )
+        controller = controller_config_from_model(
+            model, can_buses=can_params, serial_buses=serial, safety=safety
+        )
+        realtime = RealtimeConfig(
+            sched_priority=40 if mode == 'fifo' else 0, cpu_affinity=cpus, spin_s=spin_s
+        )
+        config = BusLoopConfig(controller, realtime, trace_capacity=int((duration_s + 2) / TICK_S))
         client = BusLoopClient(config).start()
         wrist = model.joint('right_wrist')
         sniffer = Sniffer(can_params[wrist.motor.bus], wrist.motor.device_id)
@@ -193,14 +224,14 @@ def measure(mode, client, sniffer, model, duration_s, can_params) -> list[dict]:
     first = client.snapshot()
     steal_before = steal_ms()
     trace_start = first.trace_count
-    probes: list[tuple[float, int]] = []   # (wall-clock send time, wrist counts before)
+    probes: list[tuple[float, int]] = []  # (wall-clock send time, wrist counts before)
     work_p99: list[float] = []
     work_max = 0.0
     start = time.monotonic()
     next_chunk = start
     sign = 1.0
     while time.monotonic() - start < duration_s:
-        snapshot = client.snapshot()          # 100 Hz, like the node's state publisher
+        snapshot = client.snapshot()  # 100 Hz, like the node's state publisher
         if snapshot.tick_window:
             work_p99.append(snapshot.work_p99_s)
             work_max = max(work_max, snapshot.work_max_s)
@@ -211,8 +242,9 @@ def measure(mode, client, sniffer, model, duration_s, can_params) -> list[dict]:
             target = current + sign * PROBE_STEP_RAD
             sign = -sign
             before = epos4.position_rad_to_counts(wrist.motor.joint_to_motor_rad(current))
-            chunk = TrajectoryChunk(time.monotonic(), ('right_wrist',), [0.0, 0.4],
-                                    [[target], [target]])
+            chunk = TrajectoryChunk(
+                time.monotonic(), ('right_wrist',), [0.0, 0.4], [[target], [target]]
+            )
             probes.append((time.time(), before))
             client.send_chunk(chunk)
         time.sleep(0.01)
@@ -226,30 +258,52 @@ def measure(mode, client, sniffer, model, duration_s, can_params) -> list[dict]:
             latencies.append(seen - sent_wall)
     trace = np.array(client.trace()[trace_start:])
     elapsed = last.time_s - first.time_s
-    rows = [tick_row(
-        mode, trace, realtime=last.realtime, duration_s=round(elapsed, 2),
-        work_p99_us=round(float(np.median(work_p99)) * 1e6, 1) if work_p99 else None,
-        work_max_us=round(work_max * 1e6, 1), overruns=last.overruns - first.overruns,
-        missed_ticks=last.missed_ticks - first.missed_ticks, steal_ms=steal,
-        faults=[f'{f.code.name}:{f.joint}' for f in last.faults])]
+    rows = [
+        tick_row(
+            mode,
+            trace,
+            realtime=last.realtime,
+            duration_s=round(elapsed, 2),
+            work_p99_us=round(float(np.median(work_p99)) * 1e6, 1) if work_p99 else None,
+            work_max_us=round(work_max * 1e6, 1),
+            overruns=last.overruns - first.overruns,
+            missed_ticks=last.missed_ticks - first.missed_ticks,
+            steal_ms=steal,
+            faults=[f'{f.code.name}:{f.joint}' for f in last.faults],
+        )
+    ]
     for name in (*can_params, 'dxl'):
         before, after = first.buses[name], last.buses[name]
-        frames = (after.frames_sent + after.frames_received - before.frames_sent
-                  - before.frames_received) / elapsed
-        bits = (after.bits_sent + after.bits_received - before.bits_sent
-                - before.bits_received) / elapsed
-        row = {'bench': 'rt_loop', 'metric': 'bus', 'mode': mode, 'bus': name,
-               'frames_per_s': round(frames, 1)}
+        frames = (
+            after.frames_sent + after.frames_received - before.frames_sent - before.frames_received
+        ) / elapsed
+        bits = (
+            after.bits_sent + after.bits_received - before.bits_sent - before.bits_received
+        ) / elapsed
+        row = {
+            'bench': 'rt_loop',
+            'metric': 'bus',
+            'mode': mode,
+            'bus': name,
+            'frames_per_s': round(frames, 1),
+        }
         if name in can_params:
             row['load_share_of_1mbit'] = round(bits / 1e6, 4)
         rows.append(row)
     ms = np.array(latencies) * 1e3
-    rows.append({'bench': 'rt_loop', 'metric': 'latency', 'mode': mode,
-                 'what': 'send_chunk -> first CAN frame with its target',
-                 'probes': len(probes), 'samples': int(ms.size),
-                 'p50_ms': round(float(np.median(ms)), 3) if ms.size else None,
-                 'p99_ms': round(float(np.percentile(ms, 99)), 3) if ms.size else None,
-                 'max_ms': round(float(ms.max()), 3) if ms.size else None})
+    rows.append(
+        {
+            'bench': 'rt_loop',
+            'metric': 'latency',
+            'mode': mode,
+            'what': 'send_chunk -> first CAN frame with its target',
+            'probes': len(probes),
+            'samples': int(ms.size),
+            'p50_ms': round(float(np.median(ms)), 3) if ms.size else None,
+            'p99_ms': round(float(np.percentile(ms, 99)), 3) if ms.size else None,
+            'max_ms': round(float(ms.max()), 3) if ms.size else None,
+        }
+    )
     return rows
 
 
@@ -257,17 +311,27 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--duration', type=float, default=20.0, help='seconds per mode')
     parser.add_argument('--modes', default='fifo,nofifo,floor')
-    parser.add_argument('--feedback-timeout', type=float, default=0.5,
-                        help='feedback timeout during the run [s] (robot: 0.05)')
-    parser.add_argument('--cpus', default='',
-                        help='CPUs the bus loop is pinned to, e.g. 1 (default: any)')
-    parser.add_argument('--spin-us', type=float, default=200.0,
-                        help='busy-wait before each deadline [us] (RealtimeConfig.spin_s)')
+    parser.add_argument(
+        '--feedback-timeout',
+        type=float,
+        default=0.5,
+        help='feedback timeout during the run [s] (robot: 0.05)',
+    )
+    parser.add_argument(
+        '--cpus', default='', help='CPUs the bus loop is pinned to, e.g. 1 (default: any)'
+    )
+    parser.add_argument(
+        '--spin-us',
+        type=float,
+        default=200.0,
+        help='busy-wait before each deadline [us] (RealtimeConfig.spin_s)',
+    )
     args = parser.parse_args()
     cpus = tuple(int(cpu) for cpu in args.cpus.split(',') if cpu.strip())
     for mode in args.modes.split(','):
-        for row in run_mode(mode.strip(), args.duration, args.feedback_timeout, cpus,
-                            args.spin_us * 1e-6):
+        for row in run_mode(
+            mode.strip(), args.duration, args.feedback_timeout, cpus, args.spin_us * 1e-6
+        ):
             print(json.dumps(row), flush=True)
     return 0
 

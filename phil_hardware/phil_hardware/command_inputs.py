@@ -50,32 +50,41 @@ class CommandInputs(CompanionNode):
         joint_trajectory_enabled: Off, ``joint_trajectory`` is refused whatever the planner says.
     """
 
-    def __init__(self, owner: Node, bus: Callable[[], tuple[BusLoopClient | None, str]],
-                 estop_word: EstopWord, clock_bridge: convert.ClockBridge,
-                 joint_trajectory_enabled: bool) -> None:
+    def __init__(
+        self,
+        owner: Node,
+        bus: Callable[[], tuple[BusLoopClient | None, str]],
+        estop_word: EstopWord,
+        clock_bridge: convert.ClockBridge,
+        joint_trajectory_enabled: bool,
+    ) -> None:
         super().__init__(owner, 'commands')
         self._bus = bus
         self._estop_word = estop_word
         self._clock_bridge = clock_bridge
         self._key = GraphKey.from_environment()
         self._logger = owner.get_logger()
-        self.refused = 0   # foreign or unpermitted inputs so far
+        self.refused = 0  # foreign or unpermitted inputs so far
         self._joint_trajectory_enabled = joint_trajectory_enabled
         #: The planner's permit (set from its signed requests; cleared when a node goes down).
         self.joint_trajectory_permitted = False
         base = owner.get_fully_qualified_name().rstrip('/')
-        self.node.create_subscription(TrajectoryChunk, f'{base}/trajectory_chunks',
-                                      self._on_chunk, 50)
-        self.node.create_subscription(JointTrajectory, f'{base}/joint_trajectory',
-                                      self._on_trajectory, 10)
+        self.node.create_subscription(
+            TrajectoryChunk, f'{base}/trajectory_chunks', self._on_chunk, 50
+        )
+        self.node.create_subscription(
+            JointTrajectory, f'{base}/joint_trajectory', self._on_trajectory, 10
+        )
         self.node.create_service(Trigger, f'{base}/estop', self._on_estop)
         self.start()
 
     def _active_client(self, what: str) -> BusLoopClient | None:
         client, lifecycle = self._bus()
         if client is None or lifecycle != 'active':
-            self._logger.warning(f'{what} ignored: hardware is {lifecycle}, not active',
-                                 throttle_duration_sec=REFUSAL_LOG_PERIOD_S)
+            self._logger.warning(
+                f'{what} ignored: hardware is {lifecycle}, not active',
+                throttle_duration_sec=REFUSAL_LOG_PERIOD_S,
+            )
             return None
         return client
 
@@ -102,11 +111,15 @@ class CommandInputs(CompanionNode):
 
     def _on_chunk(self, msg: TrajectoryChunk) -> None:
         if not signed_by(self._key, msg):
-            self._refuse(f'chunk {msg.sequence}', 'not signed with the graph key (only the '
-                         "trajectory generator's chunks move the robot)")
+            self._refuse(
+                f'chunk {msg.sequence}',
+                'not signed with the graph key (only the '
+                "trajectory generator's chunks move the robot)",
+            )
             return
-        self._send(lambda: convert.chunk_from_msg(msg, self._clock_bridge),
-                   f'chunk {msg.sequence}')
+        self._send(
+            lambda: convert.chunk_from_msg(msg, self._clock_bridge), f'chunk {msg.sequence}'
+        )
 
     def _on_trajectory(self, msg: JointTrajectory) -> None:
         refusal = self._joint_trajectory_refusal()
@@ -118,8 +131,9 @@ class CommandInputs(CompanionNode):
             if client is not None:
                 client.halt()
             return
-        self._send(lambda: convert.chunk_from_trajectory(msg, self._clock_bridge),
-                   'joint_trajectory')
+        self._send(
+            lambda: convert.chunk_from_trajectory(msg, self._clock_bridge), 'joint_trajectory'
+        )
 
     def _joint_trajectory_refusal(self) -> str:
         """Why ``joint_trajectory`` is not followed now ('' when it is)."""

@@ -17,8 +17,16 @@ MOTOR_LOG_MAX_BYTES = 200 * 1024 * 1024
 class MotorCsvLog:
     """`motors.csv` like upstream's: one row per motor per state sample."""
 
-    HEADER = ['t', 'id', 'mode', 'desired', 'actual', 'err', 'current_or_torque',
-              'desired_velocity']
+    HEADER = [
+        't',
+        'id',
+        'mode',
+        'desired',
+        'actual',
+        'err',
+        'current_or_torque',
+        'desired_velocity',
+    ]
 
     def __init__(self, path: Path, max_bytes: int = MOTOR_LOG_MAX_BYTES) -> None:
         # Buffered (flushed when the buffer fills and at close), as a 200 Hz log affords.
@@ -36,10 +44,19 @@ class MotorCsvLog:
             load = snapshot.torques_mnm[index]
             if not math.isfinite(load):
                 load = snapshot.currents_a[index]
-            rows.append([t, index, snapshot.modes[index], f'{desired:.4f}', f'{actual:.4f}',
-                         f'{desired - actual:.4f}', f'{load:.4f}',
-                         f'{snapshot.target_velocities_rad_s[index]:.4f}'])
-        self._log.writerows(rows)   # a sample's rows stay in one file
+            rows.append(
+                [
+                    t,
+                    index,
+                    snapshot.modes[index],
+                    f'{desired:.4f}',
+                    f'{actual:.4f}',
+                    f'{desired - actual:.4f}',
+                    f'{load:.4f}',
+                    f'{snapshot.target_velocities_rad_s[index]:.4f}',
+                ]
+            )
+        self._log.writerows(rows)  # a sample's rows stay in one file
 
     def close(self) -> None:
         self._log.close()
@@ -60,9 +77,16 @@ class TickCsvLog:
         if snapshot.time_s < self._next_s:
             return
         self._next_s = snapshot.time_s + self._period_s
-        self._log.writerow([f'{snapshot.time_s:.4f}', f'{snapshot.tick_p50_s:.9f}',
-                            f'{snapshot.tick_p99_s:.9f}', f'{snapshot.tick_max_s:.9f}',
-                            snapshot.overruns, snapshot.missed_ticks])
+        self._log.writerow(
+            [
+                f'{snapshot.time_s:.4f}',
+                f'{snapshot.tick_p50_s:.9f}',
+                f'{snapshot.tick_p99_s:.9f}',
+                f'{snapshot.tick_max_s:.9f}',
+                snapshot.overruns,
+                snapshot.missed_ticks,
+            ]
+        )
 
     def close(self) -> None:
         self._log.close()

@@ -58,37 +58,57 @@ def chunk_from_msg(msg: ChunkMsg, clock: ClockBridge) -> TrajectoryChunk:
     modes = tuple(int(mode) for mode in msg.control_modes)
     if modes and len(modes) != len(trajectory.joint_names):
         raise ValueError(f'{len(modes)} control modes for {len(trajectory.joint_names)} joints')
-    return _chunk(trajectory, clock, modes or (ControlMode.POSITION,) * len(
-        trajectory.joint_names), bool(msg.replace), int(msg.sequence))
+    return _chunk(
+        trajectory,
+        clock,
+        modes or (ControlMode.POSITION,) * len(trajectory.joint_names),
+        bool(msg.replace),
+        int(msg.sequence),
+    )
 
 
 def chunk_from_trajectory(trajectory: JointTrajectory, clock: ClockBridge) -> TrajectoryChunk:
     """joint_trajectory_controller semantics: stamp 0 means now; all joints in position mode."""
-    return _chunk(trajectory, clock, (ControlMode.POSITION,) * len(trajectory.joint_names),
-                  True, 0)
+    return _chunk(
+        trajectory, clock, (ControlMode.POSITION,) * len(trajectory.joint_names), True, 0
+    )
 
 
-def _chunk(trajectory: JointTrajectory, clock: ClockBridge, modes: tuple[int, ...],
-           replace: bool, sequence: int) -> TrajectoryChunk:
+def _chunk(
+    trajectory: JointTrajectory,
+    clock: ClockBridge,
+    modes: tuple[int, ...],
+    replace: bool,
+    sequence: int,
+) -> TrajectoryChunk:
     names = tuple(trajectory.joint_names)
     points = trajectory.points
     if not points:
         raise ValueError('trajectory has no points')
     stamp = trajectory.header.stamp
-    start = time.monotonic() if stamp.sec == 0 and stamp.nanosec == 0 else \
-        clock.to_monotonic_s(stamp)
+    start = (
+        time.monotonic() if stamp.sec == 0 and stamp.nanosec == 0 else clock.to_monotonic_s(stamp)
+    )
     times = np.array([p.time_from_start.sec + p.time_from_start.nanosec / _NS for p in points])
     for index, point in enumerate(points):
         if len(point.positions) != len(names):
-            raise ValueError(f'point {index} has {len(point.positions)} positions for '
-                             f'{len(names)} joints')
+            raise ValueError(
+                f'point {index} has {len(point.positions)} positions for {len(names)} joints'
+            )
     positions = np.array([list(p.positions) for p in points], dtype=float)
     velocities = None
     if all(len(p.velocities) == len(names) for p in points):
         velocities = np.array([list(p.velocities) for p in points], dtype=float)
-    return TrajectoryChunk(start_time_s=start, joint_names=names, times_from_start_s=times,
-                           positions_rad=positions, velocities_rad_s=velocities,
-                           control_modes=modes, replace=replace, sequence=sequence)
+    return TrajectoryChunk(
+        start_time_s=start,
+        joint_names=names,
+        times_from_start_s=times,
+        positions_rad=positions,
+        velocities_rad_s=velocities,
+        control_modes=modes,
+        replace=replace,
+        sequence=sequence,
+    )
 
 
 def joint_state_msg(snapshot: BusSnapshot, clock: ClockBridge) -> JointState:
@@ -98,8 +118,10 @@ def joint_state_msg(snapshot: BusSnapshot, clock: ClockBridge) -> JointState:
     msg.name = list(snapshot.joint_names)
     msg.position = [float(v) for v in snapshot.positions_rad]
     msg.velocity = [float(v) for v in snapshot.velocities_rad_s]
-    msg.effort = [float(t) / 1000.0 if math.isfinite(t) else float(c)
-                  for t, c in zip(snapshot.torques_mnm, snapshot.currents_a, strict=True)]
+    msg.effort = [
+        float(t) / 1000.0 if math.isfinite(t) else float(c)
+        for t, c in zip(snapshot.torques_mnm, snapshot.currents_a, strict=True)
+    ]
     return msg
 
 
@@ -110,28 +132,44 @@ def motor_states_msg(snapshot: BusSnapshot, clock: ClockBridge, motors: dict) ->
     for index, name in enumerate(snapshot.joint_names):
         motor = motors[name]
         feedback = snapshot.last_feedback_s[index]
-        msg.motors.append(MotorState(
-            joint=name, family=motor.family.value, model=motor.model, bus=motor.bus,
-            device_id=motor.device_id, connected=bool(snapshot.connected[index]),
-            position_rad=float(snapshot.positions_rad[index]),
-            velocity_rad_s=float(snapshot.velocities_rad_s[index]),
-            current_a=float(snapshot.currents_a[index]),
-            torque_nm=float(snapshot.torques_mnm[index]) / 1000.0,
-            temperature_c=float(snapshot.temperatures_c[index]),
-            error_code=int(snapshot.error_codes[index]),
-            statusword=int(snapshot.statuswords[index]) & 0xFFFF,
-            status=snapshot.motor_status[index],
-            last_feedback=clock.to_stamp(feedback) if math.isfinite(feedback) else Time()))
+        msg.motors.append(
+            MotorState(
+                joint=name,
+                family=motor.family.value,
+                model=motor.model,
+                bus=motor.bus,
+                device_id=motor.device_id,
+                connected=bool(snapshot.connected[index]),
+                position_rad=float(snapshot.positions_rad[index]),
+                velocity_rad_s=float(snapshot.velocities_rad_s[index]),
+                current_a=float(snapshot.currents_a[index]),
+                torque_nm=float(snapshot.torques_mnm[index]) / 1000.0,
+                temperature_c=float(snapshot.temperatures_c[index]),
+                error_code=int(snapshot.error_codes[index]),
+                statusword=int(snapshot.statuswords[index]) & 0xFFFF,
+                status=snapshot.motor_status[index],
+                last_feedback=clock.to_stamp(feedback) if math.isfinite(feedback) else Time(),
+            )
+        )
     return msg
 
 
 def fault_msg(fault: CoreFault, clock: ClockBridge) -> Fault:
-    return Fault(code=int(fault.code), joint=fault.joint, reason=fault.reason,
-                 stamp=clock.to_stamp(fault.time_s))
+    return Fault(
+        code=int(fault.code),
+        joint=fault.joint,
+        reason=fault.reason,
+        stamp=clock.to_stamp(fault.time_s),
+    )
 
 
-def hardware_status_msg(snapshot: BusSnapshot | None, lifecycle_state: str, realtime: bool,
-                        clock: ClockBridge, extra_faults: Sequence[Fault] = ()) -> HardwareStatus:
+def hardware_status_msg(
+    snapshot: BusSnapshot | None,
+    lifecycle_state: str,
+    realtime: bool,
+    clock: ClockBridge,
+    extra_faults: Sequence[Fault] = (),
+) -> HardwareStatus:
     status = HardwareStatus(lifecycle_state=lifecycle_state, realtime=realtime)
     status.header.stamp = clock.to_stamp(time.monotonic())
     status.faults = list(extra_faults)

@@ -86,8 +86,9 @@ from phil_hardware.rt import BusLoopClient, BusLoopConfig, BusLoopError
 from phil_msgs.msg import Fault, HardwareStatus, MotorStates
 from phil_msgs.srv import HardwareRequest
 
-LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
-                     reliability=ReliabilityPolicy.RELIABLE)
+LATCHED = QoSProfile(
+    depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE
+)
 TRANSITION_TIMEOUT_S = 30.0
 LOOP_CHECK_PERIOD_S = 0.2
 RESET_TIMEOUT_S = 5.0
@@ -103,13 +104,16 @@ class HardwareNode(LifecycleNode):
         # rclpy's lifecycle services would let any node switch torque: transitions come only
         # from a signed ~/request; ~/get_state is served here for lifecycle tools.
         super().__init__('hardware', enable_communication_interface=False, **node_options)
-        values = {name: self.declare_parameter(name, default).value
-                  for name, default in PARAMETERS.items()}
+        values = {
+            name: self.declare_parameter(name, default).value
+            for name, default in PARAMETERS.items()
+        }
         self._model = default_robot_model(sim=bool(values['sim']))
         self._key = GraphKey.from_environment()
         self._replays = ReplayGuard()
-        self._estop_word = EstopWord.create(estop_word_name(
-            self.context.get_domain_id(), self.get_fully_qualified_name()))
+        self._estop_word = EstopWord.create(
+            estop_word_name(self.context.get_domain_id(), self.get_fully_qualified_name())
+        )
         self._config = self._bus_loop_config()  # bad parameters fail at start-up
         self._watched = tuple(node_name(name) for name in values['watched_nodes'] if name)
         rates = publish_rates_hz(values)
@@ -117,7 +121,7 @@ class HardwareNode(LifecycleNode):
         self._clock_bridge = convert.ClockBridge()
         self._client: BusLoopClient | None = None
         self._lifecycle = 'unconfigured'
-        self._origins_set = False   # see on_configure
+        self._origins_set = False  # see on_configure
         self._published_state = 'unconfigured'
         self._node_faults: list[Fault] = []
         self._missing: tuple[str, ...] = ()  # from a failed discovery, once the loop is gone
@@ -130,34 +134,53 @@ class HardwareNode(LifecycleNode):
         self._joint_pub = self.create_publisher(JointState, '/joint_states', 10)
         self._motor_pub = self.create_publisher(MotorStates, '~/motor_states', 10)
         self._status_pub = self.create_publisher(HardwareStatus, '~/status', LATCHED)
-        self.create_service(HardwareRequest, '~/request', self._on_request,
-                            callback_group=command_group)
-        self.create_service(GetState, '~/get_state', self._on_get_state,
-                            callback_group=command_group)
-        self.create_timer(1.0 / rates['motor_state_rate_hz'], self._publish_motor_states,
-                          callback_group=io_group)
-        self.create_timer(1.0 / rates['status_rate_hz'], lambda: self._publish_status(True),
-                          callback_group=io_group)
+        self.create_service(
+            HardwareRequest, '~/request', self._on_request, callback_group=command_group
+        )
+        self.create_service(
+            GetState, '~/get_state', self._on_get_state, callback_group=command_group
+        )
+        self.create_timer(
+            1.0 / rates['motor_state_rate_hz'], self._publish_motor_states, callback_group=io_group
+        )
+        self.create_timer(
+            1.0 / rates['status_rate_hz'],
+            lambda: self._publish_status(True),
+            callback_group=io_group,
+        )
         self._publish_status(True)
         self._stop_publishing = threading.Event()
         self._joint_state_thread = threading.Thread(
-            target=self._joint_state_loop, args=(1.0 / rates['joint_state_rate_hz'],),
-            name='phil-joint-states', daemon=True)
+            target=self._joint_state_loop,
+            args=(1.0 / rates['joint_state_rate_hz'],),
+            name='phil-joint-states',
+            daemon=True,
+        )
         self._joint_state_thread.start()
-        self._commands = CommandInputs(self, lambda: (self._client, self._lifecycle),
-                                       self._estop_word, self._clock_bridge,
-                                       bool(values['joint_trajectory_enabled']))
+        self._commands = CommandInputs(
+            self,
+            lambda: (self._client, self._lifecycle),
+            self._estop_word,
+            self._clock_bridge,
+            bool(values['joint_trajectory_enabled']),
+        )
         # Heartbeats and the watch on an executor thread of their own: transitions block the
         # main one for seconds, and the command thread carries the chunks. Each heartbeat is
         # counted into the bus loop's shared block too.
         self._watching = CompanionNode(self, 'liveness')
-        self._liveness = Liveness(self, self._watched, float(values['liveness_timeout_s']),
-                                  on_down=self._on_node_down, on_beat=self._beat,
-                                  spins=self._watching.node)
+        self._liveness = Liveness(
+            self,
+            self._watched,
+            float(values['liveness_timeout_s']),
+            on_down=self._on_node_down,
+            on_beat=self._beat,
+            spins=self._watching.node,
+        )
         self._watching.start()
         if values['configure_on_start']:
-            self._start_timer = self.create_timer(0.0, self._configure_once,
-                                                  callback_group=command_group)
+            self._start_timer = self.create_timer(
+                0.0, self._configure_once, callback_group=command_group
+            )
 
     def _bus_loop_config(self) -> BusLoopConfig:
         """The bus-loop configuration from the current parameter values (see
@@ -205,11 +228,18 @@ class HardwareNode(LifecycleNode):
         if transition != 'configure' or not self._missing:
             return [Fault(code=Fault.CODE_BUS_ERROR, reason=reason)]
         motors = self._model.hardware.motors
-        return [Fault(code=Fault.CODE_MOTOR_MISSING, joint=name, reason=(
-            f'{name} ({motors[name].family.value} {motors[name].model} id '
-            f'{motors[name].device_id} on {motors[name].bus}) not found at configure; check '
-            'power, wiring and the id, or list the joint in allow_missing'))
-            for name in self._missing]
+        return [
+            Fault(
+                code=Fault.CODE_MOTOR_MISSING,
+                joint=name,
+                reason=(
+                    f'{name} ({motors[name].family.value} {motors[name].model} id '
+                    f'{motors[name].device_id} on {motors[name].bus}) not found at configure; '
+                    'check power, wiring and the id, or list the joint in allow_missing'
+                ),
+            )
+            for name in self._missing
+        ]
 
     def _wait_for_loop(self, future):
         """The bus loop's answer; fails at once when the loop process is gone (a dead loop
@@ -228,16 +258,18 @@ class HardwareNode(LifecycleNode):
         try:
             self._config = self._bus_loop_config()
         except (KeyError, ValueError) as error:
-            self._node_faults = [Fault(code=Fault.CODE_BUS_ERROR,
-                                       reason=f'configure failed: {error}')]
+            self._node_faults = [
+                Fault(code=Fault.CODE_BUS_ERROR, reason=f'configure failed: {error}')
+            ]
             self.get_logger().error(f'configure failed: {error}')
             self._publish_status(True)
             return TransitionCallbackReturn.FAILURE
         try:
             self._client = BusLoopClient(self._config).start()
         except BusLoopError as error:
-            self._node_faults = [Fault(code=Fault.CODE_PROCESS_DIED,
-                                       reason=f'bus loop did not start: {error}')]
+            self._node_faults = [
+                Fault(code=Fault.CODE_PROCESS_DIED, reason=f'bus loop did not start: {error}')
+            ]
             self.get_logger().error(str(error))
             self._publish_status(True)
             return TransitionCallbackReturn.FAILURE
@@ -247,8 +279,10 @@ class HardwareNode(LifecycleNode):
         # The TMotor origins are set at the first configure that succeeds (the pins are in):
         # a later one (after a dead bus loop) keeps them, the arms may have moved since.
         outcome = self._run_transition(
-            'configure', partial(self._client.configure, zero_origins=not self._origins_set),
-            'inactive')
+            'configure',
+            partial(self._client.configure, zero_origins=not self._origins_set),
+            'inactive',
+        )
         if outcome is not TransitionCallbackReturn.SUCCESS:
             self._stop_client()
             return outcome
@@ -271,7 +305,7 @@ class HardwareNode(LifecycleNode):
     def on_cleanup(self, state) -> TransitionCallbackReturn:
         self._stop_client()
         self._lifecycle = 'unconfigured'
-        self._origins_set = False   # see on_configure
+        self._origins_set = False  # see on_configure
         self._publish_status(True)
         return TransitionCallbackReturn.SUCCESS
 
@@ -284,7 +318,7 @@ class HardwareNode(LifecycleNode):
     def on_error(self, state) -> TransitionCallbackReturn:
         self._stop_client()
         self._lifecycle = 'unconfigured'
-        self._origins_set = False   # see on_configure
+        self._origins_set = False  # see on_configure
         self._publish_status(True)
         return TransitionCallbackReturn.SUCCESS
 
@@ -340,7 +374,7 @@ class HardwareNode(LifecycleNode):
             accepted, reason = self._requested_transition(name)
         elif name == 'reset':
             accepted, reason = self._reset()
-        elif name == 'nodes_ready':   # asked at start-up: activate will not have to wait
+        elif name == 'nodes_ready':  # asked at start-up: activate will not have to wait
             absent = self._absent_nodes()
             accepted, reason = not absent, '; '.join(absent)
         elif name in ('allow_joint_trajectory', 'forbid_joint_trajectory'):
@@ -394,8 +428,7 @@ class HardwareNode(LifecycleNode):
         return result.ok, result.detail
 
     def _on_get_state(self, request, response):
-        response.current_state.id, response.current_state.label = \
-            self._state_machine.current_state
+        response.current_state.id, response.current_state.label = self._state_machine.current_state
         return response
 
     # ------------------------------------------------------------------ liveness
@@ -432,8 +465,9 @@ class HardwareNode(LifecycleNode):
             except Exception as error:  # a publisher error must not end the state stream
                 if not self.context.ok():
                     return
-                self.get_logger().error(f'publishing joint states failed: {error}',
-                                        throttle_duration_sec=5.0)
+                self.get_logger().error(
+                    f'publishing joint states failed: {error}', throttle_duration_sec=5.0
+                )
 
     def _publish_joint_states(self) -> None:
         snapshot = self._snapshot()
@@ -450,8 +484,9 @@ class HardwareNode(LifecycleNode):
     def _publish_motor_states(self) -> None:
         snapshot = self._snapshot()
         if snapshot is not None:
-            self._motor_pub.publish(convert.motor_states_msg(snapshot, self._clock_bridge,
-                                                             self._model.hardware.motors))
+            self._motor_pub.publish(
+                convert.motor_states_msg(snapshot, self._clock_bridge, self._model.hardware.motors)
+            )
 
     def _lifecycle_state(self) -> str:
         """The state machine's primary state; during a transition the previous one, so the
@@ -464,12 +499,17 @@ class HardwareNode(LifecycleNode):
     def _publish_status(self, always: bool, snapshot=None) -> None:
         snapshot = snapshot or self._snapshot()
         realtime = bool(snapshot.realtime) if snapshot is not None else False
-        status = convert.hardware_status_msg(snapshot, self._lifecycle_state(), realtime,
-                                             self._clock_bridge, self._node_faults)
+        status = convert.hardware_status_msg(
+            snapshot, self._lifecycle_state(), realtime, self._clock_bridge, self._node_faults
+        )
         if snapshot is None:
             status.missing_motors = list(self._missing)
-        key = (status.lifecycle_state, status.estop, tuple(f.reason for f in status.faults),
-               tuple(status.missing_motors))
+        key = (
+            status.lifecycle_state,
+            status.estop,
+            tuple(f.reason for f in status.faults),
+            tuple(status.missing_motors),
+        )
         if always or key != self._last_status_key:
             if key != self._last_status_key:
                 self._log_new_faults(status.faults)

@@ -10,7 +10,8 @@ from phil_description.core.graph_key import GRAPH_KEY_ENV, GraphKey
 
 os.environ.setdefault(GRAPH_KEY_ENV, GraphKey.generate())
 
-settings.register_profile('ci', derandomize=True, deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile(
+    'ci', derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 settings.register_profile('dev', deadline=None)
 settings.load_profile(os.environ.get('HYPOTHESIS_PROFILE', 'dev'))

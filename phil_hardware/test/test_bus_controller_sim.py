@@ -49,8 +49,14 @@ def move_chunk(ctl, goal, duration_s=1.0, delay_s=0.02, joints=None, modes=()):
     s = (1 - np.cos(np.pi * times / duration_s)) / 2
     ds = np.pi / duration_s * np.sin(np.pi * times / duration_s) / 2
     delta = np.asarray(goal)[index] - start
-    return TrajectoryChunk(ctl.clock.now() + delay_s, names, times, start + np.outer(s, delta),
-                           velocities_rad_s=np.outer(ds, delta), control_modes=modes)
+    return TrajectoryChunk(
+        ctl.clock.now() + delay_s,
+        names,
+        times,
+        start + np.outer(s, delta),
+        velocities_rad_s=np.outer(ds, delta),
+        control_modes=modes,
+    )
 
 
 def test_discovers_all_13_configures_activates_and_follows_a_trajectory(active, model):
@@ -82,8 +88,10 @@ def test_a_drive_reset_during_standby_is_brought_back_and_enabled_at_activation(
     rig.clock.sleep(0.01)
     ctl.activate()
     assert ctl.lifecycle == Lifecycle.ACTIVE and wrist.enabled
-    assert epos4_codec.cia402_state(ctl.measured.statusword[wrist.index]) == \
-        epos4_codec.Cia402State.OPERATION_ENABLED
+    assert (
+        epos4_codec.cia402_state(ctl.measured.statusword[wrist.index])
+        == epos4_codec.Cia402State.OPERATION_ENABLED
+    )
 
 
 @pytest.mark.parametrize('zero_origins', [True, False])
@@ -111,21 +119,24 @@ def test_missing_motors_are_named_and_an_allowed_subset_is_excluded(model):
         rig.controller.activate()
         assert rig.controller.missing == ['right_wrist', 'left_wrist']
         rig.run(0.2)
-        assert rig.controller.faults() == ()   # absent motors are not supervised
+        assert rig.controller.faults() == ()  # absent motors are not supervised
     finally:
         rig.close()
 
 
-@pytest.mark.parametrize(('joint', 'kind', 'code'), [
-    ('right_elbow', 'silence', FaultCode.FEEDBACK_TIMEOUT),
-    ('head_pitch', 'silence', FaultCode.FEEDBACK_TIMEOUT),
-    ('left_shoulder_1', 'over_current', FaultCode.OVER_CURRENT),
-    ('head_pitch', 'over_current', FaultCode.MOTOR_ERROR),
-    ('waist', 'out_of_range', FaultCode.POSITION_OUT_OF_RANGE),
-    ('head_yaw', 'out_of_range', FaultCode.POSITION_OUT_OF_RANGE),
-    ('left_elbow', 'corrupt', FaultCode.FEEDBACK_TIMEOUT),
-    ('right_pedal', 'short', FaultCode.FEEDBACK_TIMEOUT),
-])
+@pytest.mark.parametrize(
+    ('joint', 'kind', 'code'),
+    [
+        ('right_elbow', 'silence', FaultCode.FEEDBACK_TIMEOUT),
+        ('head_pitch', 'silence', FaultCode.FEEDBACK_TIMEOUT),
+        ('left_shoulder_1', 'over_current', FaultCode.OVER_CURRENT),
+        ('head_pitch', 'over_current', FaultCode.MOTOR_ERROR),
+        ('waist', 'out_of_range', FaultCode.POSITION_OUT_OF_RANGE),
+        ('head_yaw', 'out_of_range', FaultCode.POSITION_OUT_OF_RANGE),
+        ('left_elbow', 'corrupt', FaultCode.FEEDBACK_TIMEOUT),
+        ('right_pedal', 'short', FaultCode.FEEDBACK_TIMEOUT),
+    ],
+)
 def test_each_injected_fault_latches_the_right_fault_and_holds(active, joint, kind, code):
     ctl = active.controller
     active.run(0.05)
@@ -165,23 +176,31 @@ def test_a_silent_tmotor_gets_the_trajectory_velocity_without_a_stale_correction
     active.run(0.2)  # shorter than the rig's feedback timeout: no fault yet
     assert not ctl.safety.faulted
     assert ctl.safety.counters.feedforward_only >= 30
-    sent = [int.from_bytes(f.data, 'big', signed=True) for f in active.seen['can1']
-            if f.is_extended_id and f.arbitration_id == 0x304]
+    sent = [
+        int.from_bytes(f.data, 'big', signed=True)
+        for f in active.seen['can1']
+        if f.is_extended_id and f.arbitration_id == 0x304
+    ]
     assert len(sent) >= 30
     # Peak feed-forward of a 20 deg cosine move in 0.5 s: pi/0.5 * 20 deg / 2 = 1.097 rad/s,
     # 2005 ERPM per rad/s; the position term would add 4000 ERPM per motor rad of lag.
     peak_erpm = math.pi / 0.5 * (20 * DEG) / 2 * 21 * 10 * 60 / (2 * math.pi)
     assert max(abs(erpm) for erpm in sent) <= peak_erpm + 1
     active.robot.clear_fault('right_elbow')
-    assert active.run(0.5, until=lambda: ctl.safety.counters.feedforward_only > 0 and
-                      ctl.measured.connected(elbow, active.now(), 0.015))
+    assert active.run(
+        0.5,
+        until=lambda: (
+            ctl.safety.counters.feedforward_only > 0
+            and ctl.measured.connected(elbow, active.now(), 0.015)
+        ),
+    )
     assert not ctl.safety.faulted
 
 
 def test_maxon_out_of_range_gets_shutdown_and_reset_waits_for_the_cause(active):
     ctl = active.controller
     active.run(0.05)
-    before = len(active.seen['can3'])   # activation sent Shutdown/Enable too
+    before = len(active.seen['can3'])  # activation sent Shutdown/Enable too
     active.robot.set_fault('right_wrist', 'out_of_range')
     assert active.run(1.0, until=lambda: ctl.safety.faulted)
     active.run(0.02)
@@ -189,7 +208,7 @@ def test_maxon_out_of_range_gets_shutdown_and_reset_waits_for_the_cause(active):
     shutdown = can3.index(CanFrame(0x207, b'\x06\x00'))
     assert can3[shutdown + 1] == CanFrame(0x080, b'')
     # No more targets for that drive after the shutdown, the other wrist keeps its targets.
-    after = can3[shutdown + 2:]
+    after = can3[shutdown + 2 :]
     assert not any(f.arbitration_id == 0x307 for f in after)
     assert any(f.arbitration_id == 0x308 for f in after)
     assert ctl.faults()[0].code == FaultCode.POSITION_OUT_OF_RANGE
@@ -198,8 +217,8 @@ def test_maxon_out_of_range_gets_shutdown_and_reset_waits_for_the_cause(active):
     active.run(0.05)
     assert ctl.reset() == []
     active.run(0.3)
-    tail = active.seen['can3'][before + len(can3):]
-    assert CanFrame(0x207, b'\x0f\x00') in tail          # re-enabled
+    tail = active.seen['can3'][before + len(can3) :]
+    assert CanFrame(0x207, b'\x0f\x00') in tail  # re-enabled
     assert ctl.measured.status[7] == 'operation enabled'
     assert ctl.push_chunk(move_chunk(ctl, ctl.queue.target_rad, 0.2)) is None
 
@@ -243,21 +262,25 @@ def test_wrists_switch_to_cst_and_back_with_the_upstream_frames(active):
     goal[7] -= 10 * DEG
     chunk = move_chunk(ctl, goal, 0.4, joints=['right_wrist'], modes=(ControlMode.TORQUE,))
     active.run(0.01)
-    before = len(active.seen['can3'])   # configure wrote 0x6060 = 10 once already
+    before = len(active.seen['can3'])  # configure wrote 0x6060 = 10 once already
     assert ctl.push_chunk(chunk) is None
     active.run(0.8)
     can3 = active.seen['can3'][before:]
     switch = can3.index(CanFrame(0x607, bytes.fromhex('2f6060000a000000')))
-    assert can3[switch + 1:switch + 3] == [CanFrame(0x207, b'\x06\x00'),
-                                          CanFrame(0x207, b'\x0f\x00')]
+    assert can3[switch + 1 : switch + 3] == [
+        CanFrame(0x207, b'\x06\x00'),
+        CanFrame(0x207, b'\x0f\x00'),
+    ]
     assert any(f.arbitration_id == 0x507 for f in can3[switch:])
     assert ctl.counters.mode_switches == 1
     assert abs(ctl.measured.position_rad[7] - goal[7]) < 5 * DEG, ctl.faults()
     back = move_chunk(ctl, goal, 0.1, joints=['right_wrist'], modes=(ControlMode.POSITION,))
     ctl.push_chunk(back)
     active.run(0.3)
-    assert CanFrame(0x607, bytes.fromhex('2f60600008000000')) in active.seen['can3'][
-        before + switch:]
+    assert (
+        CanFrame(0x607, bytes.fromhex('2f60600008000000'))
+        in active.seen['can3'][before + switch :]
+    )
     assert ctl.counters.mode_switches == 2
 
 
@@ -267,8 +290,8 @@ def test_deactivate_stops_tmotors_shuts_maxons_down_and_releases_servos(active):
     ctl.deactivate()
     active.collect()
     assert ctl.lifecycle == Lifecycle.INACTIVE
-    assert CanFrame(0x300, bytes(4), True) in active.seen['can0']        # waist SET_RPM 0
-    assert CanFrame(0x20A, b'\x06\x00') in active.seen['can2']           # pedal shutdown
+    assert CanFrame(0x300, bytes(4), True) in active.seen['can0']  # waist SET_RPM 0
+    assert CanFrame(0x20A, b'\x06\x00') in active.seen['can2']  # pedal shutdown
     sent = len(active.seen['can0'])
     active.run(0.05)
     assert not any(f.arbitration_id == 0x300 for f in active.seen['can0'][sent:])
@@ -284,8 +307,9 @@ def test_each_tmotor_bus_sends_every_5_ms_on_its_own_tick(active):
         active.run(0.001)
         for bus, ticks in sent_on.items():
             # Controller commands are SET_RPM (packet 3); the motors answer with packet 0x29.
-            commands = [f for f in active.seen[bus] if f.is_extended_id
-                        and f.arbitration_id >> 8 == 3]
+            commands = [
+                f for f in active.seen[bus] if f.is_extended_id and f.arbitration_id >> 8 == 3
+            ]
             if commands:
                 ticks.append(ctl.tick_index)
             active.seen[bus] = []

@@ -58,8 +58,15 @@ def test_velocity_law_frame_clamps_at_100000_erpm(config):
 
 def test_origin_frames_are_temporary_set_origin_for_every_tmotor(config):
     frames = TMotorGroup(config.joints).origin_frames()
-    assert [f.arbitration_id for _, f in frames] == [0x500, 0x501, 0x502, 0x503, 0x504, 0x505,
-                                                     0x506]
+    assert [f.arbitration_id for _, f in frames] == [
+        0x500,
+        0x501,
+        0x502,
+        0x503,
+        0x504,
+        0x505,
+        0x506,
+    ]
     assert all(f.data == b'\x00' and f.is_extended_id for _, f in frames)
 
 
@@ -67,8 +74,8 @@ def test_status_frame_matching_accepts_sil_and_extended_forms_only(config):
     status = bytes.fromhex('0384000a0064190000'[:16])
     assert is_status_frame(CanFrame(0x004, status, False), 4)
     assert is_status_frame(CanFrame(0x2904, status, True), 4)
-    assert not is_status_frame(CanFrame(0x304, status[:4], True), 4)   # our SET_RPM
-    assert not is_status_frame(CanFrame(0x604, status, True), 4)       # SET_POS_SPD command
+    assert not is_status_frame(CanFrame(0x304, status[:4], True), 4)  # our SET_RPM
+    assert not is_status_frame(CanFrame(0x604, status, True), 4)  # SET_POS_SPD command
     assert not is_status_frame(CanFrame(0x004, status[:6], False), 4)  # short
     assert not is_status_frame(CanFrame(0x104, status, False), 4)
 
@@ -89,9 +96,9 @@ def test_cst_switch_sequence_frames_for_the_right_wrist(config):
     measured[3], measured[4], measured[7] = -10 * DEG, 65 * DEG, 45 * DEG
     frames = drive.switch_to(1, 50 * DEG, measured)
     assert frames == [
-        CanFrame(0x607, bytes.fromhex('2f6060000a000000')),   # 0x6060 = 10 (CST)
-        CanFrame(0x207, bytes.fromhex('0600')),               # Shutdown
-        CanFrame(0x207, bytes.fromhex('0f00')),               # Enable operation (no SYNC)
+        CanFrame(0x607, bytes.fromhex('2f6060000a000000')),  # 0x6060 = 10 (CST)
+        CanFrame(0x207, bytes.fromhex('0600')),  # Shutdown
+        CanFrame(0x207, bytes.fromhex('0f00')),  # Enable operation (no SYNC)
     ]
     # e = motor target 40 deg - measured 45 deg; no derivative kick right after the switch;
     # gravity 0.0845*9.81*0.121*sin(100 deg)/35*1000 = 2.822 mNm;
@@ -114,9 +121,18 @@ def test_maxon_shutdown_is_controlword_6_then_sync():
 
 def test_configure_sdo_list_follows_upstream_order_and_object_sizes():
     assert [(hex(i), v, s) for i, _, v, s in CONFIGURE_SDOS] == [
-        ('0x6060', 8, 1), ('0x60b0', 0, 4), ('0x60b2', 0, 2), ('0x6060', 9, 1),
-        ('0x60b1', 0, 4), ('0x6060', 10, 1), ('0x60b2', 0, 2), ('0x6060', 6, 1),
-        ('0x6098', 37, 1), ('0x30b1', 0, 4), ('0x30b0', 0, 4)]
+        ('0x6060', 8, 1),
+        ('0x60b0', 0, 4),
+        ('0x60b2', 0, 2),
+        ('0x6060', 9, 1),
+        ('0x60b1', 0, 4),
+        ('0x6060', 10, 1),
+        ('0x60b2', 0, 2),
+        ('0x6060', 6, 1),
+        ('0x6098', 37, 1),
+        ('0x30b1', 0, 4),
+        ('0x30b0', 0, 4),
+    ]
 
 
 def test_drive_fault_text_only_for_fault_states():
@@ -128,10 +144,11 @@ def test_dynamixel_goal_write_and_read_packets(config):
     bank = DynamixelBank('dxl', config.joints)
     bank.set_present(bank.servos)
     targets = [0.0] * 13
-    targets[12] = 0.0   # head_pitch joint 0 -> motor +90 deg -> tick 1024
+    targets[12] = 0.0  # head_pitch joint 0 -> motor +90 deg -> tick 1024
     targets[11] = 10 * DEG  # head_yaw dir -1 -> motor -10 deg -> tick 2048 + 113.78 = 2162
-    expected = dxl.build_profile_goal_sync_write({1: dxl.ProfileGoal(0, 0, 2162),
-                                                  2: dxl.ProfileGoal(0, 0, 1024)})
+    expected = dxl.build_profile_goal_sync_write(
+        {1: dxl.ProfileGoal(0, 0, 2162), 2: dxl.ProfileGoal(0, 0, 1024)}
+    )
     assert bank.goal_packet(targets) == expected
     assert bank.read_packet() == dxl.build_present_position_sync_read([1, 2])
 
@@ -141,11 +158,11 @@ def test_dynamixel_read_replies_are_collected_over_several_feeds(config):
     bank.set_present(bank.servos)
     bank.read_packet()
     reply = dxl.build_status_packet(2, 0, (1024).to_bytes(4, 'little'))
-    assert bank.feed(reply[:5]) == []          # half a packet this tick
-    [(servo, status)] = bank.feed(reply[5:])   # the rest on the next
+    assert bank.feed(reply[:5]) == []  # half a packet this tick
+    [(servo, status)] = bank.feed(reply[5:])  # the rest on the next
     assert servo.joint == 'head_pitch'
     assert bank.position_reply(servo, status) == pytest.approx(0.0)
-    assert bank.read_pending                    # id 1 still outstanding
+    assert bank.read_pending  # id 1 still outstanding
     bank.read_packet()
     assert bank.missed_replies == 1
     assert bank.feed(dxl.build_status_packet(9, 0, bytes(4))) == []

@@ -57,7 +57,7 @@ class LockstepClock:
         if pause > 0:
             time.sleep(pause)
         else:
-            self._wall_deadline_s = time.monotonic()   # late: go on from now, no burst
+            self._wall_deadline_s = time.monotonic()  # late: go on from now, no burst
         self._now_s += STEP_S
         return self._now_s
 
@@ -106,7 +106,8 @@ class Rig:
         for name, spy in self.spies.items():
             while (message := spy.recv(0)) is not None:
                 self.seen.setdefault(name, []).append(
-                    CanFrame(message.arbitration_id, bytes(message.data), message.is_extended_id))
+                    CanFrame(message.arbitration_id, bytes(message.data), message.is_extended_id)
+                )
 
     def close(self) -> None:
         """Stop everything."""
@@ -118,30 +119,42 @@ class Rig:
         self.pty.close()
 
 
-def make_rig(model: RobotModel, *, absent_buses: Iterable[str] = (),
-             allow_missing: Iterable[str] = (), safety: SafetyConfig | None = None) -> Rig:
+def make_rig(
+    model: RobotModel,
+    *,
+    absent_buses: Iterable[str] = (),
+    allow_missing: Iterable[str] = (),
+    safety: SafetyConfig | None = None,
+) -> Rig:
     """Start the simulator and build (not configure) a controller on the same channels."""
     tag = f'phil-rig-{random.getrandbits(40):x}'
     channels = {name: f'{tag}-{name}' for name in model.hardware.can_buses}
-    sim_buses = {name: can.Bus(interface='virtual', channel=channel)
-                 for name, channel in channels.items() if name not in set(absent_buses)}
-    spies = {name: can.Bus(interface='virtual', channel=channel)
-             for name, channel in channels.items()}
+    sim_buses = {
+        name: can.Bus(interface='virtual', channel=channel)
+        for name, channel in channels.items()
+        if name not in set(absent_buses)
+    }
+    spies = {
+        name: can.Bus(interface='virtual', channel=channel) for name, channel in channels.items()
+    }
     pty = PtyPort()
     clock = LockstepClock()
     robot = clock.robot = SimulatedRobot(model, sim_buses, pty, clock=clock)
     serial = {'dxl': SerialBusParams('dxl', pty.slave_path, 4_500_000, 2.0, 1)}
-    config = controller_config_from_model(model, serial_buses=serial, timing=FAST_TIMING,
-                                          safety=safety, allow_missing=allow_missing)
+    config = controller_config_from_model(
+        model, serial_buses=serial, timing=FAST_TIMING, safety=safety, allow_missing=allow_missing
+    )
     warnings: list[str] = []
 
     def open_transports() -> Transports:
         transports = Transports()
         for name, channel in channels.items():
-            transports.can[name] = CanTransport(name, can.Bus(interface='virtual',
-                                                              channel=channel))
-        transports.serial['dxl'] = SerialTransport('dxl', open_serial_port(serial['dxl'],
-                                                                             warnings.append))
+            transports.can[name] = CanTransport(
+                name, can.Bus(interface='virtual', channel=channel)
+            )
+        transports.serial['dxl'] = SerialTransport(
+            'dxl', open_serial_port(serial['dxl'], warnings.append)
+        )
         return transports
 
     controller = BusController(config, open_transports, clock=clock)

@@ -122,8 +122,15 @@ def test_queue_end_is_the_end_of_the_chunk_starting_last():
 
 def test_partial_joint_set_keeps_other_joints_targets_and_modes():
     queue = make_queue()
-    queue.push(chunk(0.0, [1.0], [[3.0, 4.0]], joints=('c', 'a'),
-                     control_modes=(ControlMode.TORQUE, ControlMode.POSITION)))
+    queue.push(
+        chunk(
+            0.0,
+            [1.0],
+            [[3.0, 4.0]],
+            joints=('c', 'a'),
+            control_modes=(ControlMode.TORQUE, ControlMode.POSITION),
+        )
+    )
     p, _, modes = queue.sample(0.5)
     assert p == pytest.approx([0.0 + 0.5 * 4.0, 1.0, 2.0 + 0.5 * 1.0])
     assert modes.tolist() == [0, 0, 1]
@@ -149,32 +156,46 @@ def test_hold_uses_given_positions_and_keeps_target_where_not_finite():
     assert queue.sample(1.0)[0].tolist() == [5.0, 1.0, 6.0]
 
 
-@pytest.mark.parametrize(('kwargs', 'reason'), [
-    ({'joints': ('a', 'zz'), 'positions': [[0, 0]]}, "unknown joint(s) 'zz'"),
-    ({'joints': ('a', 'a'), 'positions': [[0, 0]]}, 'duplicate joint names'),
-    ({'positions': [[0, math.nan, 0]]}, "non-finite position for 'b' at point 0"),
-    ({'positions': [[0, 0, math.inf]]}, "non-finite position for 'c'"),
-    ({'times': [0.5, 0.5], 'positions': [[0, 0, 0], [0, 0, 0]]}, 'strictly increasing'),
-    ({'times': [0.5, 0.2], 'positions': [[0, 0, 0], [0, 0, 0]]}, 'strictly increasing'),
-    ({'times': [-0.1], 'positions': [[0, 0, 0]]}, 'strictly increasing'),
-    ({'times': [math.nan], 'positions': [[0, 0, 0]]}, 'non-finite time_from_start'),
-    ({'start': math.inf}, 'start time inf is not finite'),
-    ({'positions': [[0, 0]]}, 'positions shape'),
-    ({'velocities_rad_s': [[0, math.nan, 0]]}, "non-finite velocity for 'b'"),
-    ({'velocities_rad_s': [[0, 0]]}, 'velocities shape'),
-    ({'control_modes': (1, 0, 0)}, "torque mode is not available for 'a'"),
-    ({'control_modes': (0, 0)}, '2 control modes for 3 joints'),
-    ({'control_modes': (0, 0, 5)}, 'unknown control mode 5'),
-    ({'times': [], 'positions': np.zeros((0, 3))}, 'needs at least one point'),
-])
+@pytest.mark.parametrize(
+    ('kwargs', 'reason'),
+    [
+        ({'joints': ('a', 'zz'), 'positions': [[0, 0]]}, "unknown joint(s) 'zz'"),
+        ({'joints': ('a', 'a'), 'positions': [[0, 0]]}, 'duplicate joint names'),
+        ({'positions': [[0, math.nan, 0]]}, "non-finite position for 'b' at point 0"),
+        ({'positions': [[0, 0, math.inf]]}, "non-finite position for 'c'"),
+        ({'times': [0.5, 0.5], 'positions': [[0, 0, 0], [0, 0, 0]]}, 'strictly increasing'),
+        ({'times': [0.5, 0.2], 'positions': [[0, 0, 0], [0, 0, 0]]}, 'strictly increasing'),
+        ({'times': [-0.1], 'positions': [[0, 0, 0]]}, 'strictly increasing'),
+        ({'times': [math.nan], 'positions': [[0, 0, 0]]}, 'non-finite time_from_start'),
+        ({'start': math.inf}, 'start time inf is not finite'),
+        ({'positions': [[0, 0]]}, 'positions shape'),
+        ({'velocities_rad_s': [[0, math.nan, 0]]}, "non-finite velocity for 'b'"),
+        ({'velocities_rad_s': [[0, 0]]}, 'velocities shape'),
+        ({'control_modes': (1, 0, 0)}, "torque mode is not available for 'a'"),
+        ({'control_modes': (0, 0)}, '2 control modes for 3 joints'),
+        ({'control_modes': (0, 0, 5)}, 'unknown control mode 5'),
+        ({'times': [], 'positions': np.zeros((0, 3))}, 'needs at least one point'),
+    ],
+)
 def test_invalid_chunks_are_rejected_with_a_reason_and_counted(kwargs, reason):
     queue = make_queue()
     kwargs = dict(kwargs)
-    args = {'start': kwargs.pop('start', 0.0), 'times': kwargs.pop('times', [1.0]),
-            'positions': kwargs.pop('positions', [[0, 0, 0]]),
-            'joints': kwargs.pop('joints', JOINTS)}
-    result = queue.push(chunk(args['start'], args['times'], args['positions'],
-                              joints=args['joints'], sequence=42, **kwargs))
+    args = {
+        'start': kwargs.pop('start', 0.0),
+        'times': kwargs.pop('times', [1.0]),
+        'positions': kwargs.pop('positions', [[0, 0, 0]]),
+        'joints': kwargs.pop('joints', JOINTS),
+    }
+    result = queue.push(
+        chunk(
+            args['start'],
+            args['times'],
+            args['positions'],
+            joints=args['joints'],
+            sequence=42,
+            **kwargs,
+        )
+    )
     assert result is not None and reason in result and result.startswith('chunk 42:')
     assert queue.rejected == 1 and queue.accepted == 0
     assert queue.last_reject_reason == result

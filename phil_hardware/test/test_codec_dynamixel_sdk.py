@@ -158,7 +158,7 @@ def sdk_unstuffs_its_own_stuffing(params: bytes) -> bool:
     body = [0x55, 0] + list(params)
     raw = list(dynamixel.HEADER) + [1] + list((len(body) + 2).to_bytes(2, 'little')) + body
     stuffed = handler.addStuffing(raw + [0, 0])
-    return bytes(handler.removeStuffing(list(stuffed))[:len(raw)]) == bytes(raw)
+    return bytes(handler.removeStuffing(list(stuffed))[: len(raw)]) == bytes(raw)
 
 
 @given(st.integers(0, 252), st.integers(0, 127), stuffing_prone.filter(len))

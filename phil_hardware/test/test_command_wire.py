@@ -24,8 +24,9 @@ def pipe():
     """(writer end, reader end, failures reported by the wire)."""
     writer, reader = multiprocessing.Pipe(duplex=True)
     failures: list[tuple[object, str]] = []
-    wire = CommandWire(writer.fileno(), lambda tag, text: failures.append((tag, text)),
-                       queue_size=2)
+    wire = CommandWire(
+        writer.fileno(), lambda tag, text: failures.append((tag, text)), queue_size=2
+    )
     yield wire, reader, failures
     reader.close()
     wire.close()
@@ -93,6 +94,7 @@ def test_a_frame_is_a_length_header_and_the_pickle():
 
 
 # -- the loop's side: CommandReader ----------------------------------------------------------
+
 
 @pytest.fixture
 def reading():

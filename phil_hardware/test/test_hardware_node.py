@@ -56,7 +56,7 @@ pytestmark = pytest.mark.timeout(120)
 MODEL = default_robot_model(sim=True)
 NAMES = MODEL.joint_names
 DEG = math.pi / 180.0
-STATE_TIMEOUT_S = 30.0     # bus-loop start (spawned interpreter) + discovery on a loaded machine
+STATE_TIMEOUT_S = 30.0  # bus-loop start (spawned interpreter) + discovery on a loaded machine
 # The simulator is a Python process sharing two cores with this one, the bus loop and other
 # test runs: its feedback can pause for a few hundred ms, which the robot's 50/100 ms
 # supervision would latch. Supervision itself is tested in test_bus_controller_sim.
@@ -104,9 +104,13 @@ def cosine_points(start, goal, duration_s: float, steps: int = 20) -> list[Joint
     for t in np.linspace(0.0, duration_s, steps + 1)[1:]:
         s = (1 - math.cos(math.pi * t / duration_s)) / 2
         ds = math.pi / duration_s * math.sin(math.pi * t / duration_s) / 2
-        points.append(JointTrajectoryPoint(positions=list(start + s * (goal - start)),
-                                           velocities=list(ds * (goal - start)),
-                                           time_from_start=duration(t)))
+        points.append(
+            JointTrajectoryPoint(
+                positions=list(start + s * (goal - start)),
+                velocities=list(ds * (goal - start)),
+                time_from_start=duration(t),
+            )
+        )
     return points
 
 
@@ -129,13 +133,15 @@ class Harness:
         self.joint_states: deque[JointState] = deque(maxlen=2000)
         self.joint_state_count = 0
         self.probe = rclpy.create_node(f'hardware_probe_{os.getpid()}', context=context)
-        self.probe.create_subscription(HardwareStatus, '/hardware/status',
-                                       lambda msg: self.statuses.append(msg), LATCHED)
+        self.probe.create_subscription(
+            HardwareStatus, '/hardware/status', lambda msg: self.statuses.append(msg), LATCHED
+        )
         # A short queue: when this process falls behind, the latest message stays recent.
         self.probe.create_subscription(JointState, '/joint_states', self._on_joint_state, 10)
         self.chunks = self.probe.create_publisher(ChunkMsg, '/hardware/trajectory_chunks', 50)
-        self.trajectories = self.probe.create_publisher(JointTrajectory,
-                                                        '/hardware/joint_trajectory', 10)
+        self.trajectories = self.probe.create_publisher(
+            JointTrajectory, '/hardware/joint_trajectory', 10
+        )
         self.clients = {
             'get_state': self.probe.create_client(GetState, '/hardware/get_state'),
             'estop': self.probe.create_client(Trigger, '/hardware/estop'),
@@ -177,10 +183,10 @@ class Harness:
         return self.statuses[-1] if self.statuses else None
 
     def wait_status(self, predicate, timeout_s: float = 5.0) -> HardwareStatus:
-        if not wait_until(lambda: self.status is not None and predicate(self.status),
-                          timeout_s):
-            raise AssertionError(f'status condition not met in {timeout_s} s; last status: '
-                                 f'{self.status}')
+        if not wait_until(lambda: self.status is not None and predicate(self.status), timeout_s):
+            raise AssertionError(
+                f'status condition not met in {timeout_s} s; last status: {self.status}'
+            )
         return self.status
 
     def positions(self) -> np.ndarray:
@@ -225,8 +231,9 @@ class Harness:
         assert wait_until(lambda: publisher.get_subscription_count() > 0, 5.0), 'no subscriber'
         publisher.publish(msg)
 
-    def send_chunk(self, goals: dict[str, float], duration_s: float, delay_s: float,
-                   sequence: int) -> Time:
+    def send_chunk(
+        self, goals: dict[str, float], duration_s: float, delay_s: float, sequence: int
+    ) -> Time:
         """A chunk moving ``goals``' joints from their measured positions; returns its stamp."""
         now = self.fresh_positions()
         start = [now[NAMES.index(name)] for name in goals]
@@ -241,12 +248,12 @@ class Harness:
         pid = self.bus_loop_pid()
         for executor, node in zip(self._executors, (self.node, self.probe), strict=True):
             executor.remove_node(node)
-        time.sleep(0.2)                    # callbacks already handed out finish
+        time.sleep(0.2)  # callbacks already handed out finish
         for executor, thread in zip(self._executors, self._threads, strict=True):
             executor.shutdown(timeout_sec=10.0)
             thread.join(10.0)
         try:
-            self.node.destroy_node()       # stops the bus loop
+            self.node.destroy_node()  # stops the bus loop
             self.probe.destroy_node()
         finally:
             if pid is not None and os.path.exists(f'/proc/{pid}'):
@@ -258,8 +265,9 @@ def count_joint_state_stamps(context, seconds: float) -> list[int]:
     executor of their own (entities must not be destroyed under a spinning executor)."""
     stamps: list[int] = []
     node = rclpy.create_node(f'joint_state_counter_{os.getpid()}', context=context)
-    node.create_subscription(JointState, '/joint_states',
-                             lambda msg: stamps.append(stamp_ns(msg.header.stamp)), 1000)
+    node.create_subscription(
+        JointState, '/joint_states', lambda msg: stamps.append(stamp_ns(msg.header.stamp)), 1000
+    )
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
     thread = threading.Thread(target=executor.spin, daemon=True)
@@ -290,8 +298,15 @@ def simulator(tmp_path_factory):
     link = tmp_path_factory.mktemp('hardware_node') / 'ttyDXL'
     # The simulator stands in for motors that do not share our two CPUs with other test runs;
     # its stalls would latch FEEDBACK_TIMEOUT or time out an SDO (renicing needs root).
-    process = Simulator('--can-channel-base', base, '--dxl-port', str(link), '--control-stdin',
-                        '--nice', str(SIMULATOR_NICE))
+    process = Simulator(
+        '--can-channel-base',
+        base,
+        '--dxl-port',
+        str(link),
+        '--control-stdin',
+        '--nice',
+        str(SIMULATOR_NICE),
+    )
     try:
         process.wait_for(READY_LINE, START_TIMEOUT_S)
         yield process, base, str(link)
@@ -306,11 +321,18 @@ def simulator(tmp_path_factory):
 @pytest.fixture(scope='module')
 def hardware(context, simulator):
     _, base, link = simulator
-    harness = Harness(context, sim=True, can_channel_base=base, dxl_port=link,
-                      sched_priority=SCHED_PRIORITY, can_feedback_timeout_s=FEEDBACK_TIMEOUT_S,
-                      serial_feedback_timeout_s=FEEDBACK_TIMEOUT_S,
-                      joint_trajectory_enabled=True, watched_nodes=[WATCHED],
-                      liveness_timeout_s=LIVENESS_TIMEOUT_S)
+    harness = Harness(
+        context,
+        sim=True,
+        can_channel_base=base,
+        dxl_port=link,
+        sched_priority=SCHED_PRIORITY,
+        can_feedback_timeout_s=FEEDBACK_TIMEOUT_S,
+        serial_feedback_timeout_s=FEEDBACK_TIMEOUT_S,
+        joint_trajectory_enabled=True,
+        watched_nodes=[WATCHED],
+        liveness_timeout_s=LIVENESS_TIMEOUT_S,
+    )
     try:
         yield harness
     finally:
@@ -319,11 +341,13 @@ def hardware(context, simulator):
 
 def test_bus_overrides_map_the_buses_like_the_simulator_runner():
     base = 'ff11::7068:4a00'
-    can_buses, serial_buses = relocate_buses(MODEL.hardware.can_buses,
-                                             MODEL.hardware.serial_buses,
-                                             can_channel_base=base, serial_port='/tmp/x/ttyDXL')
-    assert {name: bus.channel for name, bus in can_buses.items()} == can_channels(
-        MODEL, base, ())
+    can_buses, serial_buses = relocate_buses(
+        MODEL.hardware.can_buses,
+        MODEL.hardware.serial_buses,
+        can_channel_base=base,
+        serial_port='/tmp/x/ttyDXL',
+    )
+    assert {name: bus.channel for name, bus in can_buses.items()} == can_channels(MODEL, base, ())
     assert can_buses['can3'].channel == 'ff11::7068:4a03'
     assert serial_buses['dxl'].port == '/tmp/x/ttyDXL'
     assert can_buses['can0'].bitrate == MODEL.hardware.can_buses['can0'].bitrate
@@ -337,7 +361,7 @@ def test_bus_overrides_map_the_buses_like_the_simulator_runner():
 def test_configure_on_start_discovers_all_13_motors_and_publishes_joint_states(hardware):
     status = hardware.wait_status(lambda s: s.lifecycle_state == 'inactive', STATE_TIMEOUT_S)
     assert faults(status) == [] and list(status.missing_motors) == []
-    assert not status.realtime               # sched_priority 0: it says so, and it still runs
+    assert not status.realtime  # sched_priority 0: it says so, and it still runs
     assert hardware.lifecycle_state() == 'inactive'
     # Publication rate from the stamps, every message kept (counted on arrival, a busy test
     # process would measure itself): nominally 200 Hz, asserted loosely; the precise rate
@@ -361,17 +385,18 @@ def test_activate_then_a_stamped_chunk_moves_a_tmotor_and_a_wrist_to_the_target(
     start_ns = stamp_ns(stamp)
     index = [NAMES.index(name) for name in goals]
     target = np.array(list(goals.values()))
-    assert wait_until(lambda: np.degrees(np.abs(hardware.positions()[index] - target)).max()
-                      < 0.5, 5.0), (np.degrees(hardware.positions()[index] - target),
-                                    hardware.status.faults)
-    time.sleep(0.3)   # settled: still there
+    assert wait_until(
+        lambda: np.degrees(np.abs(hardware.positions()[index] - target)).max() < 0.5, 5.0
+    ), (np.degrees(hardware.positions()[index] - target), hardware.status.faults)
+    time.sleep(0.3)  # settled: still there
     after = hardware.fresh_positions()
     assert np.degrees(np.abs(after[index] - target)).max() < 0.5
     others = [i for i in range(13) if i not in index]
     assert np.degrees(np.abs(after[others] - before[others])).max() < 0.5
     # Nothing moved before the chunk's absolute start time.
-    early = [msg for msg in hardware.joint_states
-             if stamp_ns(msg.header.stamp) < start_ns - 20_000_000]
+    early = [
+        msg for msg in hardware.joint_states if stamp_ns(msg.header.stamp) < start_ns - 20_000_000
+    ]
     assert early, 'no joint states before the chunk start'
     for msg in early[-20:]:
         moved = np.degrees(np.abs(np.array(msg.position)[index] - before[index]))
@@ -381,14 +406,15 @@ def test_activate_then_a_stamped_chunk_moves_a_tmotor_and_a_wrist_to_the_target(
 
 def test_joint_trajectory_moves_the_head_and_an_empty_one_holds(hardware):
     hardware.wait_status(lambda s: s.lifecycle_state == 'active')
-    assert hardware.request('allow_joint_trajectory').accepted   # the planner is IDLE
+    assert hardware.request('allow_joint_trajectory').accepted  # the planner is IDLE
     head = NAMES.index('head_yaw')
     start = hardware.position('head_yaw')
-    msg = JointTrajectory(joint_names=['head_yaw'])        # stamp 0: start now
+    msg = JointTrajectory(joint_names=['head_yaw'])  # stamp 0: start now
     msg.points = cosine_points([start], [20 * DEG], 0.5)
     hardware.publish(hardware.trajectories, msg)
-    assert wait_until(lambda: abs(hardware.position('head_yaw') - 20 * DEG) < 0.5 * DEG, 4.0), \
+    assert wait_until(lambda: abs(hardware.position('head_yaw') - 20 * DEG) < 0.5 * DEG, 4.0), (
         math.degrees(hardware.position('head_yaw'))
+    )
     # A slow move back, stopped early by an empty trajectory.
     msg = JointTrajectory(joint_names=['head_yaw'])
     msg.points = cosine_points([20 * DEG], [-20 * DEG], 4.0)
@@ -404,9 +430,9 @@ def test_joint_trajectory_moves_the_head_and_an_empty_one_holds(hardware):
 
     assert wait_until(settled, 4.0, 0.0), 'the head did not stop'
     held = hardware.position('head_yaw')
-    assert held > -15 * DEG                                # well short of the abandoned goal
+    assert held > -15 * DEG  # well short of the abandoned goal
     time.sleep(max(0.0, abandoned_end + 0.3 - time.monotonic()))
-    later = hardware.fresh_positions()[head]               # the abandoned motion stays dropped
+    later = hardware.fresh_positions()[head]  # the abandoned motion stays dropped
     assert abs(later - held) < 0.3 * DEG, (math.degrees(held), math.degrees(later))
     assert faults(hardware.status) == []
 
@@ -440,8 +466,9 @@ class Intruder:
     def __init__(self, context) -> None:
         self.node = rclpy.create_node(f'intruder_{os.getpid()}', context=context)
         self.chunks = self.node.create_publisher(ChunkMsg, '/hardware/trajectory_chunks', 50)
-        self.trajectories = self.node.create_publisher(JointTrajectory,
-                                                       '/hardware/joint_trajectory', 10)
+        self.trajectories = self.node.create_publisher(
+            JointTrajectory, '/hardware/joint_trajectory', 10
+        )
         self.clients = {
             'request': self.node.create_client(HardwareRequest, '/hardware/request'),
             'estop': self.node.create_client(Trigger, '/hardware/estop'),
@@ -482,8 +509,7 @@ def test_foreign_inputs_neither_move_nor_unlatch_the_hardware(hardware):
         unsigned = ChunkMsg(sequence=90)
         unsigned.trajectory.header.stamp = stamp_in(0.05)
         unsigned.trajectory.joint_names = ['right_elbow']
-        unsigned.trajectory.points = cosine_points([held[elbow]], [held[elbow] + 15 * DEG],
-                                                   0.4)
+        unsigned.trajectory.points = cosine_points([held[elbow]], [held[elbow] + 15 * DEG], 0.4)
         intruder.publish(intruder.chunks, unsigned)
         other_key = sign_message(GraphKey('not the key of this graph'), unsigned)
         intruder.publish(intruder.chunks, other_key)
@@ -496,25 +522,31 @@ def test_foreign_inputs_neither_move_nor_unlatch_the_hardware(hardware):
         now = hardware.fresh_positions()
         assert np.degrees(np.abs(now - held)).max() < 0.3, np.degrees(now - held)
 
-        assert intruder.call('estop', Trigger.Request()).accepted      # anyone may stop
+        assert intruder.call('estop', Trigger.Request()).accepted  # anyone may stop
         hardware.wait_status(lambda s: s.estop)
         genuine = signed_request(hardware.key, HardwareRequest.Request(request='reset'))
-        forged = [HardwareRequest.Request(request='reset', stamp_ns=time.time_ns(), nonce='x'),
-                  signed_request(GraphKey('not the key of this graph'),
-                                 HardwareRequest.Request(request='reset'))]
+        forged = [
+            HardwareRequest.Request(request='reset', stamp_ns=time.time_ns(), nonce='x'),
+            signed_request(
+                GraphKey('not the key of this graph'), HardwareRequest.Request(request='reset')
+            ),
+        ]
         for request in forged:
             response = intruder.call('request', request)
             assert not response.accepted and 'graph key' in response.reason, response
-        assert hardware.call('request', genuine).accepted    # the planner's own RESET ...
+        assert hardware.call('request', genuine).accepted  # the planner's own RESET ...
         hardware.wait_status(lambda s: not s.estop)
         assert intruder.call('estop', Trigger.Request()).accepted
         hardware.wait_status(lambda s: s.estop)
-        replayed = intruder.call('request', genuine)         # ... copied off the wire
+        replayed = intruder.call('request', genuine)  # ... copied off the wire
         assert not replayed.accepted and 'replayed' in replayed.reason, replayed
         # rclpy's lifecycle services would let anyone switch torque: the node offers none
         # of them but get_state.
-        services = {name for name, _ in intruder.node.get_service_names_and_types()
-                    if name.startswith('/hardware/')}
+        services = {
+            name
+            for name, _ in intruder.node.get_service_names_and_types()
+            if name.startswith('/hardware/')
+        }
         assert '/hardware/get_state' in services, services
         assert not services & {'/hardware/change_state', '/hardware/reset'}, services
         time.sleep(0.5)
@@ -528,15 +560,17 @@ def test_foreign_inputs_neither_move_nor_unlatch_the_hardware(hardware):
 
 def test_a_silent_motion_path_node_latches_a_fault_naming_it_until_it_is_back(hardware):
     hardware.wait_status(lambda s: s.lifecycle_state == 'active' and not s.faults)
-    hardware.beating.clear()          # the watched node stopped (killed, SIGSTOP, hung)
+    hardware.beating.clear()  # the watched node stopped (killed, SIGSTOP, hung)
     try:
         status = hardware.wait_status(lambda s: s.faults, 10.0)
         [fault] = status.faults
-        assert fault.code == Fault.CODE_PROCESS_DIED and 'planner_stand_in stopped responding' \
-            in fault.reason, fault
+        assert (
+            fault.code == Fault.CODE_PROCESS_DIED
+            and 'planner_stand_in stopped responding' in fault.reason
+        ), fault
         refused = hardware.request('reset')
         assert not refused.accepted and 'planner_stand_in' in refused.reason, refused
-        absent = hardware.request('nodes_ready')   # what the planner asks at start-up
+        absent = hardware.request('nodes_ready')  # what the planner asks at start-up
         assert not absent.accepted and 'planner_stand_in' in absent.reason, absent
     finally:
         hardware.beating.set()
@@ -546,18 +580,22 @@ def test_a_silent_motion_path_node_latches_a_fault_naming_it_until_it_is_back(ha
     assert ready.accepted and ready.reason == '', ready
 
 
-@pytest.mark.parametrize(('joint', 'kind', 'code'), [
-    ('left_shoulder_1', 'over_current', Fault.CODE_OVER_CURRENT),
-    ('left_wrist', 'out_of_range', Fault.CODE_POSITION_OUT_OF_RANGE),
-])
-def test_an_injected_fault_is_reported_with_its_code_and_joint(hardware, simulator, joint,
-                                                                kind, code):
+@pytest.mark.parametrize(
+    ('joint', 'kind', 'code'),
+    [
+        ('left_shoulder_1', 'over_current', Fault.CODE_OVER_CURRENT),
+        ('left_wrist', 'out_of_range', Fault.CODE_POSITION_OUT_OF_RANGE),
+    ],
+)
+def test_an_injected_fault_is_reported_with_its_code_and_joint(
+    hardware, simulator, joint, kind, code
+):
     sim, _, _ = simulator
     hardware.wait_status(lambda s: s.lifecycle_state == 'active' and not s.faults)
     command(sim, f'fault {joint} {kind}')
     try:
         hardware.wait_status(lambda s: (code, joint) in faults(s), 3.0)
-        refused = hardware.request('reset')   # the cause is still there
+        refused = hardware.request('reset')  # the cause is still there
         assert not refused.accepted and joint in refused.reason
     finally:
         command(sim, f'clear {joint}')
@@ -579,7 +617,7 @@ def test_deactivate_and_cleanup_end_the_bus_loop_process(hardware):
     gone_ns = time.time_ns()
     time.sleep(0.3)
     late = [m for m in hardware.joint_states if stamp_ns(m.header.stamp) > gone_ns]
-    assert not late                                      # nothing measured any more
+    assert not late  # nothing measured any more
 
 
 def test_missing_motors_fail_configure_until_allowed(hardware, simulator):
@@ -602,7 +640,7 @@ def test_missing_motors_fail_configure_until_allowed(hardware, simulator):
         reasons = {fault.joint: fault.reason for fault in status.faults}
         assert 'id 8 on can3' in reasons['left_wrist'] and 'allow_missing' in reasons['left_wrist']
         assert hardware.bus_loop_pid() is None
-        time.sleep(0.3)   # the status stays informative after the bus loop has gone
+        time.sleep(0.3)  # the status stays informative after the bus loop has gone
         assert list(hardware.status.missing_motors) == absent
         hardware.node.set_parameters([Parameter('allow_missing', value=absent)])
         assert hardware.request('configure').accepted
@@ -624,8 +662,10 @@ def test_a_dead_bus_loop_is_reported_and_the_node_recovers_by_configuring_again(
     status = hardware.wait_status(lambda s: s.faults, 3.0)
     assert faults(status) == [(Fault.CODE_PROCESS_DIED, '')], status.faults
     # The node stays responsive and says what is wrong.
-    for response in (hardware.request('reset', timeout_s=5.0),
-                     hardware.call('estop', Trigger.Request(), timeout_s=5.0)):
+    for response in (
+        hardware.request('reset', timeout_s=5.0),
+        hardware.call('estop', Trigger.Request(), timeout_s=5.0),
+    ):
         assert not response.accepted and 'bus loop' in response.reason, response
     # Leaving 'active' without a bus loop is an error transition that ends unconfigured...
     response = hardware.request('deactivate')

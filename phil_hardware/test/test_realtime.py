@@ -10,13 +10,13 @@ import pytest
 
 from phil_hardware.core.realtime import RealtimeConfig
 
-_PROBE = '''
+_PROBE = """
 import os
 from phil_hardware.core.realtime import RealtimeConfig, apply_realtime
 report = apply_realtime(RealtimeConfig(sched_priority={priority}, lock_memory=False,
                                        freeze_gc=False))
 print(os.sched_getscheduler(0), os.sched_getparam(0).sched_priority, report.realtime)
-'''
+"""
 
 
 def _round_robin() -> None:
@@ -26,8 +26,13 @@ def _round_robin() -> None:
 
 def _run_under_round_robin(priority: int) -> tuple[int, int, bool]:
     """Run apply_realtime in a child that starts SCHED_RR 10, as under the hardware node."""
-    done = subprocess.run([sys.executable, '-c', _PROBE.format(priority=priority)],
-                          capture_output=True, text=True, timeout=60, preexec_fn=_round_robin)
+    done = subprocess.run(
+        [sys.executable, '-c', _PROBE.format(priority=priority)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=_round_robin,
+    )
     assert done.returncode == 0, done.stderr
     policy, applied, realtime = done.stdout.split()
     return int(policy), int(applied), realtime == 'True'
@@ -54,18 +59,22 @@ def test_realtime_config_is_validated():
         RealtimeConfig(sched_priority=120)
 
 
-_GC_PROBE = '''
+_GC_PROBE = """
 import gc
 from phil_hardware.core.realtime import RealtimeConfig, apply_realtime
 report = apply_realtime(RealtimeConfig(sched_priority=0, lock_memory=False,
                                        manual_gc={manual}))
 print(gc.isenabled(), report.gc_manual, gc.get_freeze_count() > 0)
-'''
+"""
 
 
 @pytest.mark.parametrize('manual', [True, False])
 def test_manual_gc_switches_automatic_collection_off_after_freezing(manual):
-    done = subprocess.run([sys.executable, '-c', _GC_PROBE.format(manual=manual)],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, '-c', _GC_PROBE.format(manual=manual)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == [str(not manual), str(manual), 'True']

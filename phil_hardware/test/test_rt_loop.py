@@ -43,26 +43,43 @@ class SteppingClock:
 class LoopRig:
     """A BusLoop on a stepping clock; ``work_s[i]`` is how long tick ``i`` (1-based) takes."""
 
-    def __init__(self, ticks: int, work_s: dict[int, float] | None = None,
-                 default_work_s: float = 0.0001, send_during: dict[int, tuple] | None = None,
-                 estop_word=None, **config) -> None:
+    def __init__(
+        self,
+        ticks: int,
+        work_s: dict[int, float] | None = None,
+        default_work_s: float = 0.0001,
+        send_during: dict[int, tuple] | None = None,
+        estop_word=None,
+        **config,
+    ) -> None:
         self.clock = SteppingClock()
         controller_config = controller_config_from_model(default_robot_model(sim=True))
-        self.config = BusLoopConfig(controller_config, RealtimeConfig(sched_priority=0),
-                                    trace_capacity=ticks + 10, **config)
+        self.config = BusLoopConfig(
+            controller_config,
+            RealtimeConfig(sched_priority=0),
+            trace_capacity=ticks + 10,
+            **config,
+        )
         self.controller = BusController(controller_config, lambda: None)
         self.exchange = StateExchange(snapshot_layout(self.config))
         self.node_end, loop_end = multiprocessing.Pipe(duplex=True)
-        self.loop = BusLoop(self.config, self.controller, self.exchange, loop_end,
-                            RealtimeReport(), clock=self.clock, estop_word=estop_word)
+        self.loop = BusLoop(
+            self.config,
+            self.controller,
+            self.exchange,
+            loop_end,
+            RealtimeReport(),
+            clock=self.clock,
+            estop_word=estop_word,
+        )
         self.loop_end = loop_end
         self.ticks = ticks
         self.work_s = work_s or {}
         self.default_work_s = default_work_s
-        self.send_during = send_during or {}   # tick -> command the node sends while it runs
-        self.replies: list[object] = []        # what the node end read after the run
-        self.commands_seen: list[int] = []     # commands handled before each tick
-        self.published_seen: list[int] = []    # snapshots published before each tick
+        self.send_during = send_during or {}  # tick -> command the node sends while it runs
+        self.replies: list[object] = []  # what the node end read after the run
+        self.commands_seen: list[int] = []  # commands handled before each tick
+        self.published_seen: list[int] = []  # snapshots published before each tick
         tick = self.controller.tick
 
         def timed_tick(now: float) -> None:
@@ -84,7 +101,7 @@ class LoopRig:
             assert self.loop.run() == EXIT_TERMINATED
             while self.node_end.poll(0):
                 self.replies.append(self.node_end.recv())
-            return [float(v) for v in self.exchange.trace[:self.loop.trace_count]]
+            return [float(v) for v in self.exchange.trace[: self.loop.trace_count]]
         finally:
             self.node_end.close()
             self.loop_end.close()
@@ -105,14 +122,20 @@ def test_a_slot_that_began_less_than_a_period_ago_runs_at_once_and_lost_slots_ar
 
 
 def test_commands_wait_for_spare_time_but_no_longer_than_the_limit():
-    busy = LoopRig(12, default_work_s=0.0008, spare_reserve_s=0.0004,
-                   command_max_wait_ticks=3, send_during={1: (1, 'ping', None)})
+    busy = LoopRig(
+        12,
+        default_work_s=0.0008,
+        spare_reserve_s=0.0004,
+        command_max_wait_ticks=3,
+        send_during={1: (1, 'ping', None)},
+    )
     busy.run()
     # Each tick left 0.2 ms: the ping waited after ticks 1-3, after the fourth it was taken.
     assert busy.commands_seen[:5] == [0, 0, 0, 0, 1]
 
-    roomy = LoopRig(6, default_work_s=0.0001, spare_reserve_s=0.0004,
-                    send_during={1: (1, 'ping', None)})
+    roomy = LoopRig(
+        6, default_work_s=0.0001, spare_reserve_s=0.0004, send_during={1: (1, 'ping', None)}
+    )
     roomy.run()
     assert roomy.commands_seen[:2] == [0, 1]  # taken right after the tick it arrived in
 
@@ -160,20 +183,27 @@ def test_the_loop_answers_each_command_through_the_pipe_in_order():
     rig.node_end.send((7, 'ping', None))
     rig.node_end.send((8, 'no such command', None))
     rig.run()
-    assert rig.replies == [(7, True, 'pong', 'unconfigured'),
-                           (8, False, "unknown command 'no such command'", None)]
+    assert rig.replies == [
+        (7, True, 'pong', 'unconfigured'),
+        (8, False, "unknown command 'no such command'", None),
+    ]
 
 
 def test_snapshots_are_published_on_ticks_without_tmotor_or_dynamixel_traffic():
     rig = LoopRig(21)
     rig.run()
     # published_seen[i] is the count before tick i + 1 ran: it grows after ticks 1, 6, 11, ...
-    grew_after = [i for i in range(1, len(rig.published_seen))
-                  if rig.published_seen[i] > rig.published_seen[i - 1]]
+    grew_after = [
+        i
+        for i in range(1, len(rig.published_seen))
+        if rig.published_seen[i] > rig.published_seen[i - 1]
+    ]
     assert grew_after == [1, 6, 11, 16]
     cycle = rig.config.controller.cycle
-    assert all(tick % cycle.slow_divider not in (*cycle.tmotor_phases, cycle.dxl_phase)
-               for tick in grew_after)
+    assert all(
+        tick % cycle.slow_divider not in (*cycle.tmotor_phases, cycle.dxl_phase)
+        for tick in grew_after
+    )
 
 
 def test_the_quiet_phase_avoids_both_slow_phases_whenever_one_exists():

@@ -45,8 +45,10 @@ def model():
 @pytest.fixture
 def simulated(model):
     base = random.randint(0x1000, 0xFFF0)
-    params = {name: CanBusParams(name, 'udp_multicast', f'ff11::7068:{base + i:x}', 1_000_000)
-              for i, name in enumerate(model.hardware.can_buses)}
+    params = {
+        name: CanBusParams(name, 'udp_multicast', f'ff11::7068:{base + i:x}', 1_000_000)
+        for i, name in enumerate(model.hardware.can_buses)
+    }
     buses = {name: open_can_bus(p) for name, p in params.items()}
     pty = PtyPort()
     robot = SimulatedRobot(model, buses, pty).start()
@@ -59,8 +61,9 @@ def simulated(model):
 
 
 def make_client(model, params, serial, priority: int) -> BusLoopClient:
-    controller = controller_config_from_model(model, can_buses=params, serial_buses=serial,
-                                              safety=RELAXED)
+    controller = controller_config_from_model(
+        model, can_buses=params, serial_buses=serial, safety=RELAXED
+    )
     return BusLoopClient(BusLoopConfig(controller, RealtimeConfig(sched_priority=priority)))
 
 
@@ -91,19 +94,27 @@ def test_full_cycle_with_sched_fifo(model, simulated):
         times = np.linspace(0.0, 1.0, 21)[1:]
         s = (1 - np.cos(np.pi * times)) / 2
         ds = np.pi * np.sin(np.pi * times) / 2
-        chunk = TrajectoryChunk(time.monotonic() + 0.05, model.joint_names, times,
-                                start + np.outer(s, goal - start),
-                                velocities_rad_s=np.outer(ds, goal - start), sequence=7)
+        chunk = TrajectoryChunk(
+            time.monotonic() + 0.05,
+            model.joint_names,
+            times,
+            start + np.outer(s, goal - start),
+            velocities_rad_s=np.outer(ds, goal - start),
+            sequence=7,
+        )
         sent_at = time.monotonic()
         future = client.send_chunk(chunk)
-        assert time.monotonic() - sent_at < 0.005          # never blocks the caller
+        assert time.monotonic() - sent_at < 0.005  # never blocks the caller
         assert future.result(2).ok
         # Snapshots at >= 100 Hz: count fresh publishes over 0.5 s.
         first = client.snapshot().publish_count
         time.sleep(0.5)
         assert client.snapshot().publish_count - first >= 50
-        done = wait_for(client, lambda s: np.degrees(
-            np.abs(np.array(s.positions_rad) - goal)).max() < 0.5, timeout_s=4.0)
+        done = wait_for(
+            client,
+            lambda s: np.degrees(np.abs(np.array(s.positions_rad) - goal)).max() < 0.5,
+            timeout_s=4.0,
+        )
         assert done.faults == () and done.chunks_accepted == 1
         stats = wait_for(client, lambda s: s.tick_window == 1000)  # first full window
         assert math.isfinite(stats.tick_p99_s) and stats.tick_max_s >= stats.tick_p50_s
@@ -154,15 +165,18 @@ def test_a_dead_loop_is_reported_and_commands_fail_cleanly(model, simulated):
 
 
 def test_a_silent_node_and_the_estop_word_of_another_process_latch_the_active_loop(
-        model, simulated):
+    model, simulated
+):
     """The loop holds the robot on its own when its node stops counting heartbeats (stopped,
     hung, dead), and latches ESTOP from the ESTOP word whoever adds to it."""
     _, params, serial = simulated
-    controller = controller_config_from_model(model, can_buses=params, serial_buses=serial,
-                                              safety=RELAXED)
+    controller = controller_config_from_model(
+        model, can_buses=params, serial_buses=serial, safety=RELAXED
+    )
     # Generous: the beating thread shares two cores with the simulator and the loop.
-    client = BusLoopClient(BusLoopConfig(controller, RealtimeConfig(sched_priority=0),
-                                         node_timeout_s=2.0))
+    client = BusLoopClient(
+        BusLoopConfig(controller, RealtimeConfig(sched_priority=0), node_timeout_s=2.0)
+    )
     beating, stop = threading.Event(), threading.Event()
 
     def beat() -> None:
@@ -191,16 +205,25 @@ def test_a_silent_node_and_the_estop_word_of_another_process_latch_the_active_lo
         assert wait_for_true(lambda: client.reset().result(5).ok, 15.0)
         wait_for(client, lambda s: not s.faults)
         name = client.config.estop_word
-        subprocess.run([sys.executable, '-c', 'import sys; from phil_description.core.'
-                        'estop_word import trigger_estop; sys.exit(bool(trigger_estop('
-                        'sys.argv[1])))', name], check=True, timeout=60)
+        subprocess.run(
+            [
+                sys.executable,
+                '-c',
+                'import sys; from phil_description.core.'
+                'estop_word import trigger_estop; sys.exit(bool(trigger_estop('
+                'sys.argv[1])))',
+                name,
+            ],
+            check=True,
+            timeout=60,
+        )
         held = wait_for(client, lambda s: s.estop)
         assert held.faults[0].code == FaultCode.ESTOP and held.holding
     finally:
         stop.set()
         beater.join(2.0)
         assert client.stop() == 0
-    assert not os.path.exists(f'/dev/shm/{name}')   # the private ESTOP word is gone too
+    assert not os.path.exists(f'/dev/shm/{name}')  # the private ESTOP word is gone too
 
 
 def _spawned_children() -> set[int]:
@@ -214,7 +237,8 @@ def _spawned_children() -> set[int]:
 
 @pytest.mark.parametrize('moment', ['spawning', 'waiting for ready'])
 def test_ctrl_c_during_start_stops_the_child_and_frees_the_shared_block(
-        model, simulated, capfd, moment):
+    model, simulated, capfd, moment
+):
     """Ctrl-C while the bus loop is spawned or still starting: nothing is left behind."""
     _, params, serial = simulated
     client = make_client(model, params, serial, priority=0)
@@ -225,6 +249,7 @@ def test_ctrl_c_during_start_stops_the_child_and_frees_the_shared_block(
         # The spawn takes a few ms, then the child needs ~0.5 s to import and report ready.
         def spawning() -> bool:
             return any(t.name == 'phil-bus-loop-spawn' for t in threading.enumerate())
+
         while client.pid is None and not (moment == 'spawning' and spawning()):
             time.sleep(0.0005)
         _thread.interrupt_main()
@@ -268,8 +293,7 @@ def test_sigterm_leaves_the_motors_safe_and_a_stray_ctrl_c_is_ignored(model, sim
         client.stop()
 
 
-def test_ctrl_c_during_stop_still_lets_the_loop_leave_safely_and_frees_the_block(
-        model, simulated):
+def test_ctrl_c_during_stop_still_lets_the_loop_leave_safely_and_frees_the_block(model, simulated):
     _, params, serial = simulated
     client = make_client(model, params, serial, priority=0)
     client.start()

@@ -46,7 +46,7 @@ def test_a_snapshot_being_written_is_never_returned(pair):
     layout, writer, reader = pair
     writer.begin_write()
     writer.end_write()
-    writer.begin_write()   # writer "dies" mid-update: sequence stays odd
+    writer.begin_write()  # writer "dies" mid-update: sequence stays odd
     writer.values[0] = 5.0
     assert reader.read(attempts=5) is None
 
@@ -56,7 +56,7 @@ def test_a_payload_not_matching_its_crc_is_rejected(pair):
     writer.begin_write()
     writer.values[0] = 1.0
     writer.end_write()
-    writer.values[0] = 2.0   # changed behind the seqlock (torn on a weakly ordered CPU)
+    writer.values[0] = 2.0  # changed behind the seqlock (torn on a weakly ordered CPU)
     assert reader.read(attempts=5) is None
 
 
@@ -81,8 +81,10 @@ def test_tick_stats_summarize_a_full_window_when_asked():
     assert stats.work_max_s == pytest.approx(2e-4)
 
 
-@given(st.lists(st.floats(-1.0, 1.0), min_size=1, max_size=300),
-       st.lists(st.floats(0.0, 100.0), min_size=1, max_size=4))
+@given(
+    st.lists(st.floats(-1.0, 1.0), min_size=1, max_size=300),
+    st.lists(st.floats(0.0, 100.0), min_size=1, max_size=4),
+)
 def test_tick_percentiles_equal_numpys(values, quantiles):
     expected = np.percentile(np.array(values), quantiles)
     assert percentiles(np.array(values), tuple(quantiles)) == pytest.approx(expected, abs=1e-12)
@@ -112,4 +114,3 @@ def test_sleep_until_returns_at_or_after_the_deadline():
         return now[0]
 
     assert sleep_until(0.002, 0.01, clock) >= 0.002
-

@@ -34,9 +34,16 @@ def monitor() -> SafetyMonitor:
 
 def test_fault_codes_mirror_phil_msgs_fault():
     assert [(c.name, c.value) for c in FaultCode][1:] == [
-        ('ESTOP', 1), ('POSITION_OUT_OF_RANGE', 2), ('OVER_CURRENT', 3), ('FEEDBACK_TIMEOUT', 4),
-        ('INVALID_TARGET', 5), ('MOTOR_ERROR', 6), ('MOTOR_MISSING', 7), ('BUS_ERROR', 8),
-        ('PROCESS_DIED', 9)]
+        ('ESTOP', 1),
+        ('POSITION_OUT_OF_RANGE', 2),
+        ('OVER_CURRENT', 3),
+        ('FEEDBACK_TIMEOUT', 4),
+        ('INVALID_TARGET', 5),
+        ('MOTOR_ERROR', 6),
+        ('MOTOR_MISSING', 7),
+        ('BUS_ERROR', 8),
+        ('PROCESS_DIED', 9),
+    ]
     fault = Fault(FaultCode.OVER_CURRENT, 'elbow', 'x', 1.5)
     assert Fault.from_dict(fault.to_dict()) == fault
 
@@ -92,7 +99,7 @@ def test_over_current_latches_on_the_7th_consecutive_frame_not_the_6th(monitor):
 
 def test_over_current_counter_restarts_after_a_frame_below_and_counts_magnitude(monitor):
     for _ in range(6):
-        monitor.on_current(ELBOW, -25.0, 0.0)   # a large negative current counts too
+        monitor.on_current(ELBOW, -25.0, 0.0)  # a large negative current counts too
     monitor.on_current(ELBOW, 1.0, 0.0)
     for _ in range(6):
         assert monitor.on_current(ELBOW, 30.0, 0.0) is None
@@ -100,12 +107,14 @@ def test_over_current_counter_restarts_after_a_frame_below_and_counts_magnitude(
 
 
 def test_feedback_timeout_latches_only_while_armed_and_after_the_timeout(monitor):
-    assert monitor.check_timeouts(100.0) == []   # not armed yet
+    assert monitor.check_timeouts(100.0) == []  # not armed yet
     monitor.arm(1.0)
     assert monitor.check_timeouts(1.049) == []
     faults = monitor.check_timeouts(1.06)
-    assert [(f.code, f.joint) for f in faults] == [(FaultCode.FEEDBACK_TIMEOUT, 'elbow'),
-                                                  (FaultCode.FEEDBACK_TIMEOUT, 'wrist')]
+    assert [(f.code, f.joint) for f in faults] == [
+        (FaultCode.FEEDBACK_TIMEOUT, 'elbow'),
+        (FaultCode.FEEDBACK_TIMEOUT, 'wrist'),
+    ]
     assert [f.joint for f in monitor.check_timeouts(1.2)] == ['head']  # 100 ms serial timeout
 
 

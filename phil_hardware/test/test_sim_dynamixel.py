@@ -56,8 +56,10 @@ def sdk(model, tmp_path):
     interval = sys.getswitchinterval()
     sys.setswitchinterval(0.0002)
     link = tmp_path / 'ttyDXL'
-    with PtyPort(link) as pty, SimulatedRobot(model, {}, pty,
-                                              config=SimConfig(impacts=None)) as robot:
+    with (
+        PtyPort(link) as pty,
+        SimulatedRobot(model, {}, pty, config=SimConfig(impacts=None)) as robot,
+    ):
         port = PortHandler(str(link))
         assert port.openPort()
         port.setBaudRate(4_500_000)  # refused on a PTY (and by this SDK): must not matter
@@ -77,7 +79,9 @@ def test_sdk_ping_torque_sync_write_and_sync_read_converge(model, sdk):
     for dxl_id in goals:
         assert handler.ping(port, dxl_id) == (XM430_W210_T, COMM_SUCCESS, 0)
         assert handler.write1ByteTxRx(port, dxl_id, ControlTable.TORQUE_ENABLE, 1) == (
-            COMM_SUCCESS, 0)
+            COMM_SUCCESS,
+            0,
+        )
     writer = GroupSyncWrite(port, handler, ControlTable.PROFILE_ACCELERATION, 12)
     reader = GroupSyncRead(port, handler, ControlTable.PRESENT_POSITION, 4)
     for dxl_id, tick in goals.items():
@@ -139,8 +143,9 @@ def test_garbage_on_the_line_is_skipped(sdk):
 @pytest.fixture
 def bank(model):
     config = DynamixelConfig(return_delay_s=100e-6)
-    return DynamixelBank([DynamixelServo(model.joint(YAW), config),
-                          DynamixelServo(model.joint(PITCH), config)])
+    return DynamixelBank(
+        [DynamixelServo(model.joint(YAW), config), DynamixelServo(model.joint(PITCH), config)]
+    )
 
 
 def _statuses(data: bytes) -> list[dynamixel.StatusPacket]:
@@ -204,10 +209,10 @@ def test_time_based_profile_arrives_after_the_profile_time(bank):
 
 def test_servo_refuses_eeprom_writes_with_torque_on_and_goals_beyond_its_limits(bank):
     bank.receive(dynamixel.build_write(2, ControlTable.TORQUE_ENABLE, b'\x01'), 0.0)
-    bank.receive(dynamixel.build_write(2, 9, b'\x00'), 0.0)       # return delay: EEPROM
+    bank.receive(dynamixel.build_write(2, 9, b'\x00'), 0.0)  # return delay: EEPROM
     bank.receive(dynamixel.build_write(2, 116, (5000).to_bytes(4, 'little')), 0.0)
     bank.receive(dynamixel.build_write(2, 132, b'\x00' * 4), 0.0)  # present position: read-only
-    bank.receive(dynamixel.build_ping(7), 0.0)                     # nobody there: no reply
+    bank.receive(dynamixel.build_ping(7), 0.0)  # nobody there: no reply
     errors = [status.error for status in _statuses(bank.poll(1.0))]
     assert errors == [0, 7, 6, 7]
 

@@ -32,14 +32,20 @@ class Wire:
 
     def send(self, *frames: CanFrame) -> None:
         for frame in frames:
-            self.bus.send(can.Message(arbitration_id=frame.arbitration_id, data=frame.data,
-                                      is_extended_id=frame.is_extended_id))
+            self.bus.send(
+                can.Message(
+                    arbitration_id=frame.arbitration_id,
+                    data=frame.data,
+                    is_extended_id=frame.is_extended_id,
+                )
+            )
 
     def drain(self) -> list[CanFrame]:
         frames = []
         while (message := self.bus.recv(0)) is not None:
-            frames.append(CanFrame(message.arbitration_id, bytes(message.data),
-                                   message.is_extended_id))
+            frames.append(
+                CanFrame(message.arbitration_id, bytes(message.data), message.is_extended_id)
+            )
         return frames
 
 
@@ -74,15 +80,19 @@ def exchange(robot, clock, wire, *frames, seconds=STEP_S):
 
 
 def sdo(robot, clock, wire, request):
-    replies = [f for f in exchange(robot, clock, wire, request)
-               if f.arbitration_id == epos4.SDO_RESPONSE_BASE + NODE]
+    replies = [
+        f
+        for f in exchange(robot, clock, wire, request)
+        if f.arbitration_id == epos4.SDO_RESPONSE_BASE + NODE
+    ]
     assert len(replies) == 1
     return epos4.decode_sdo_response(replies[0])
 
 
 def tpdos(frames, node=NODE):
-    return [epos4.decode_feedback(f) for f in frames
-            if f.arbitration_id == epos4.TPDO1_BASE + node]
+    return [
+        epos4.decode_feedback(f) for f in frames if f.arbitration_id == epos4.TPDO1_BASE + node
+    ]
 
 
 def start(node=NODE):
@@ -90,9 +100,15 @@ def start(node=NODE):
 
 
 def enable_csp(robot, clock, wire):
-    exchange(robot, clock, wire, start(),
-             epos4.encode_sdo_download(NODE, ObjectIndex.MODES_OF_OPERATION, 0, 8, 1),
-             epos4.encode_controlword(NODE, 0x06), epos4.encode_controlword(NODE, 0x0F))
+    exchange(
+        robot,
+        clock,
+        wire,
+        start(),
+        epos4.encode_sdo_download(NODE, ObjectIndex.MODES_OF_OPERATION, 0, 8, 1),
+        epos4.encode_controlword(NODE, 0x06),
+        epos4.encode_controlword(NODE, 0x0F),
+    )
 
 
 def test_silent_before_nmt_start_even_on_sync(rig):
@@ -126,8 +142,10 @@ def test_sdo_server_with_the_canopen_client(model, channel):
                 (lambda: node.sdo.upload(0x2000, 0), 0x06020000),
                 (lambda: node.sdo.upload(ObjectIndex.MODES_OF_OPERATION, 1), 0x06090011),
                 (lambda: node.sdo.download(ObjectIndex.STATUSWORD, 0, b'\0\0'), 0x06010002),
-                (lambda: node.sdo.download(ObjectIndex.MODES_OF_OPERATION, 0, b'\x2a'),
-                 0x06090030),
+                (
+                    lambda: node.sdo.download(ObjectIndex.MODES_OF_OPERATION, 0, b'\x2a'),
+                    0x06090030,
+                ),
                 (lambda: node.sdo.download(ObjectIndex.HOME_POSITION, 0, b'\0\0'), 0x06070010),
             ]:
                 with pytest.raises(canopen.SdoAbortedError) as aborted:
@@ -140,8 +158,9 @@ def test_sdo_server_with_the_canopen_client(model, channel):
 
 def test_upstream_size_not_indicated_download_is_accepted(rig):
     robot, clock, wire = rig
-    request = epos4.encode_sdo_download(NODE, ObjectIndex.HOMING_METHOD, 0, 37, 4,
-                                        size_indicated=False)
+    request = epos4.encode_sdo_download(
+        NODE, ObjectIndex.HOMING_METHOD, 0, 37, 4, size_indicated=False
+    )
     assert request.data[0] == 0x22
     assert sdo(robot, clock, wire, request).service is SdoService.DOWNLOAD
     reply = sdo(robot, clock, wire, epos4.encode_sdo_upload_request(NODE, 0x6098, 0))
@@ -158,22 +177,31 @@ def test_sdo_is_not_answered_while_stopped(rig):
 
 def test_cia402_transitions_give_the_real_statuswords(rig):
     robot, clock, wire = rig
-    exchange(robot, clock, wire, start(),
-             epos4.encode_sdo_download(NODE, ObjectIndex.MODES_OF_OPERATION, 0, 8, 1))
-    steps = [(None, 0x0240, Cia402State.SWITCH_ON_DISABLED),
-             (0x06, 0x0231, Cia402State.READY_TO_SWITCH_ON),
-             (0x07, 0x0233, Cia402State.SWITCHED_ON),
-             (0x0F, 0x1237, Cia402State.OPERATION_ENABLED),   # bit 12: follows the target
-             (0x06, 0x0231, Cia402State.READY_TO_SWITCH_ON),
-             (0x0F, 0x1237, Cia402State.OPERATION_ENABLED),   # EPOS4: 3 + 4 in one go
-             (0x02, 0x0217, Cia402State.QUICK_STOP_ACTIVE),
-             (0x00, 0x0240, Cia402State.SWITCH_ON_DISABLED),
-             (0x0F, 0x0240, Cia402State.SWITCH_ON_DISABLED)]  # not allowed from here
+    exchange(
+        robot,
+        clock,
+        wire,
+        start(),
+        epos4.encode_sdo_download(NODE, ObjectIndex.MODES_OF_OPERATION, 0, 8, 1),
+    )
+    steps = [
+        (None, 0x0240, Cia402State.SWITCH_ON_DISABLED),
+        (0x06, 0x0231, Cia402State.READY_TO_SWITCH_ON),
+        (0x07, 0x0233, Cia402State.SWITCHED_ON),
+        (0x0F, 0x1237, Cia402State.OPERATION_ENABLED),  # bit 12: follows the target
+        (0x06, 0x0231, Cia402State.READY_TO_SWITCH_ON),
+        (0x0F, 0x1237, Cia402State.OPERATION_ENABLED),  # EPOS4: 3 + 4 in one go
+        (0x02, 0x0217, Cia402State.QUICK_STOP_ACTIVE),
+        (0x00, 0x0240, Cia402State.SWITCH_ON_DISABLED),
+        (0x0F, 0x0240, Cia402State.SWITCH_ON_DISABLED),
+    ]  # not allowed from here
     for controlword, statusword, state in steps:
         frames = [] if controlword is None else [epos4.encode_controlword(NODE, controlword)]
         (feedback,) = tpdos(exchange(robot, clock, wire, *frames, epos4.encode_sync()))
         assert (hex(feedback.statusword), epos4.cia402_state(feedback.statusword)) == (
-            hex(statusword), state)
+            hex(statusword),
+            state,
+        )
         reply = sdo(robot, clock, wire, epos4.encode_sdo_upload_request(NODE, 0x6041, 0))
         assert reply.value() == statusword
 
@@ -194,35 +222,51 @@ def test_csp_target_is_applied_at_the_next_sync_and_followed(model, rig):
     assert feedback[-1].statusword == 0x1237
     motor = model.joint(WRIST).motor
     assert robot.joint_positions_rad()[index] == pytest.approx(
-        motor.motor_to_joint_rad(0.3), abs=1e-4)
+        motor.motor_to_joint_rad(0.3), abs=1e-4
+    )
 
 
 def test_shutdown_in_operation_enabled_switches_torque_off_and_holds(model, rig):
     robot, clock, wire = rig
     index = model.joint(WRIST).index
     enable_csp(robot, clock, wire)
-    exchange(robot, clock, wire, epos4.encode_controlword(NODE, 0x06),
-             epos4.encode_target_position(NODE, 0.5), epos4.encode_sync(), seconds=0.1)
+    exchange(
+        robot,
+        clock,
+        wire,
+        epos4.encode_controlword(NODE, 0x06),
+        epos4.encode_target_position(NODE, 0.5),
+        epos4.encode_sync(),
+        seconds=0.1,
+    )
     assert robot.joint_positions_rad()[index] == model.joint(WRIST).motor.initial_position_rad
 
 
 def _hold_with_cst(robot, clock, wire, model, target_rad, gravity_compensation):
     """Run upstream's wrist CST law over the wire for 2 s; return the final position error."""
     indices = [model.joint(name).index for name in ('right_shoulder_2', 'right_elbow', WRIST)]
-    exchange(robot, clock, wire, start(),
-             epos4.encode_sdo_download(NODE, ObjectIndex.MODES_OF_OPERATION, 0, 10, 1),
-             epos4.encode_controlword(NODE, 0x06), epos4.encode_controlword(NODE, 0x0F))
+    exchange(
+        robot,
+        clock,
+        wire,
+        start(),
+        epos4.encode_sdo_download(NODE, ObjectIndex.MODES_OF_OPERATION, 0, 10, 1),
+        epos4.encode_controlword(NODE, 0x06),
+        epos4.encode_controlword(NODE, 0x0F),
+    )
     measured = tpdos(exchange(robot, clock, wire, epos4.encode_sync()))[-1].position_rad
     previous_error, derivative = target_rad - measured, 0.0
     for _ in range(2000):
         error = target_rad - measured
         q = robot.joint_positions_rad()
         gravity = epos4.gravity_torque_mnm([q[i] for i in indices]) if gravity_compensation else 0
-        torque, derivative = epos4.cst_torque_law(error, previous_error, derivative, 60.0, 1.0,
-                                                  gravity)
+        torque, derivative = epos4.cst_torque_law(
+            error, previous_error, derivative, 60.0, 1.0, gravity
+        )
         previous_error = error
-        frames = exchange(robot, clock, wire, epos4.encode_target_torque(NODE, torque),
-                          epos4.encode_sync())
+        frames = exchange(
+            robot, clock, wire, epos4.encode_target_torque(NODE, torque), epos4.encode_sync()
+        )
         measured = tpdos(frames)[-1].position_rad
     return target_rad - measured
 
@@ -244,13 +288,20 @@ def test_cst_without_gravity_compensation_sags(model, rig):
 
 def test_homing_method_37_makes_the_current_position_the_home_position(rig):
     robot, clock, wire = rig
-    exchange(robot, clock, wire, start(),
-             epos4.encode_sdo_download(NODE, ObjectIndex.MODES_OF_OPERATION, 0, 6, 1),
-             epos4.encode_sdo_download(NODE, ObjectIndex.HOMING_METHOD, 0, 37, 1),
-             epos4.encode_sdo_download(NODE, ObjectIndex.HOME_POSITION, 0, 12345, 4),
-             epos4.encode_controlword(NODE, 0x06), epos4.encode_controlword(NODE, 0x0F))
-    (feedback,) = tpdos(exchange(robot, clock, wire, epos4.encode_controlword(NODE, 0x1F),
-                                 epos4.encode_sync()))
+    exchange(
+        robot,
+        clock,
+        wire,
+        start(),
+        epos4.encode_sdo_download(NODE, ObjectIndex.MODES_OF_OPERATION, 0, 6, 1),
+        epos4.encode_sdo_download(NODE, ObjectIndex.HOMING_METHOD, 0, 37, 1),
+        epos4.encode_sdo_download(NODE, ObjectIndex.HOME_POSITION, 0, 12345, 4),
+        epos4.encode_controlword(NODE, 0x06),
+        epos4.encode_controlword(NODE, 0x0F),
+    )
+    (feedback,) = tpdos(
+        exchange(robot, clock, wire, epos4.encode_controlword(NODE, 0x1F), epos4.encode_sync())
+    )
     assert feedback.statusword & 0x9400 == 0x9400  # referenced, homing attained, reached
     reply = sdo(robot, clock, wire, epos4.encode_sdo_upload_request(NODE, 0x6064, 0))
     assert reply.value(signed=True) == 12345
@@ -268,8 +319,9 @@ def test_reset_node_sends_bootup_and_forgets_its_settings(rig):
 
 def test_nmt_broadcast_starts_every_node(rig):
     robot, clock, wire = rig
-    frames = exchange(robot, clock, wire, epos4.encode_nmt(NmtCommand.START_REMOTE_NODE, 0),
-                      epos4.encode_sync())
+    frames = exchange(
+        robot, clock, wire, epos4.encode_nmt(NmtCommand.START_REMOTE_NODE, 0), epos4.encode_sync()
+    )
     assert sorted(f.arbitration_id for f in frames) == [0x187, 0x188]
 
 
@@ -277,8 +329,13 @@ def test_corrupt_frames_are_ignored_and_the_drive_still_answers(rig):
     robot, clock, wire = rig
     enable_csp(robot, clock, wire)
     device = robot.device(WRIST)
-    garbage = [CanFrame(0x607, b'\x40\x60'), CanFrame(0x307, b'\x01\x02'),
-               CanFrame(0x507, b''), CanFrame(0x000, b'\x01'), CanFrame(0x000, b'\x99\x07')]
+    garbage = [
+        CanFrame(0x607, b'\x40\x60'),
+        CanFrame(0x307, b'\x01\x02'),
+        CanFrame(0x507, b''),
+        CanFrame(0x000, b'\x01'),
+        CanFrame(0x000, b'\x99\x07'),
+    ]
     replies = exchange(robot, clock, wire, *garbage, seconds=0.01)
     assert replies == []
     assert device.frames_rejected == 5
@@ -296,8 +353,11 @@ def operational(rig):
 
 
 def _sync_frames(robot, clock, wire):
-    return [f for f in exchange(robot, clock, wire, epos4.encode_sync()) if f.arbitration_id
-            in (0x187, 0x188)]
+    return [
+        f
+        for f in exchange(robot, clock, wire, epos4.encode_sync())
+        if f.arbitration_id in (0x187, 0x188)
+    ]
 
 
 def test_fault_silence_drops_tpdo_and_sdo(operational):

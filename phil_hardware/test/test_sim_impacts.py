@@ -52,10 +52,14 @@ def _arm_trajectory(model, hand, strike_m, wrist_rad, t, tip_z_offset):
     right_wrist = wrist_rad if hand == 'right' else ready[index['right_wrist']]
     left_wrist = wrist_rad if hand == 'left' else ready[index['left_wrist']]
     result = solve_arms_batch(
-        geometry, limits,
+        geometry,
+        limits,
         tips if hand == 'right' else right_tip,
         tips if hand == 'left' else left_tip,
-        ready[index['waist']], right_wrist, left_wrist)
+        ready[index['waist']],
+        right_wrist,
+        left_wrist,
+    )
     assert result.ok.all(), 'test trajectory must be reachable'
     q = np.tile(ready, (len(t), 1))
     for column, name in enumerate(ARM_JOINT_NAMES):
@@ -75,8 +79,13 @@ def _stroke(duration_s=STROKE_S, lift_m=LIFT_M, dip_m=DIP_M):
 
 
 CASES = [
-    ('snare', 'right'), ('snare', 'left'), ('floor', 'right'), ('top', 'left'),
-    ('ride', 'right'), ('right crash', 'right'), ('left crash', 'left'),
+    ('snare', 'right'),
+    ('snare', 'left'),
+    ('floor', 'right'),
+    ('top', 'left'),
+    ('ride', 'right'),
+    ('right crash', 'right'),
+    ('left crash', 'left'),
 ]
 
 
@@ -168,8 +177,9 @@ def test_streaming_in_chunks_equals_offline(model):
     assert streamed == offline
 
 
-@pytest.mark.parametrize(('pedal_deg', 'expected'), [(-3.0, 'open hihat'),
-                                                     (-13.0, 'closed hihat')])
+@pytest.mark.parametrize(
+    ('pedal_deg', 'expected'), [(-3.0, 'open hihat'), (-13.0, 'closed hihat')]
+)
 def test_hihat_pedal_selects_open_or_closed(model, pedal_deg, expected):
     strike = model.kit.by_name('closed hihat').strikes['left']
     t, dz, _ = _stroke(lift_m=0.1)
@@ -185,8 +195,11 @@ def _pedal_strokes(model, press_deg, strokes, joint='right_pedal'):
     q = np.tile(model.poses['ready'], (len(t), 1))
     local = (t % interval) / interval
     down = local < 0.5
-    angle = np.where(down, (1 - np.cos(math.pi * local / 0.5)) / 2,
-                     (1 + np.cos(math.pi * (local - 0.5) / 0.5)) / 2)
+    angle = np.where(
+        down,
+        (1 - np.cos(math.pi * local / 0.5)) / 2,
+        (1 + np.cos(math.pi * (local - 0.5) / 0.5)) / 2,
+    )
     q[:, model.joint(joint).index] = math.radians(press_deg) * angle
     hits = 0.0004 + interval * (np.arange(strokes) + 0.5)
     return t, q, hits

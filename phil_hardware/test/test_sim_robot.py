@@ -36,19 +36,30 @@ class Rig:
         self.sim_buses = {n: can.Bus(interface='virtual', channel=c) for n, c in channels.items()}
         self.wires = {n: can.Bus(interface='virtual', channel=c) for n, c in channels.items()}
         self.clock = ManualClock()
-        self.robot = SimulatedRobot(model, self.sim_buses, clock=self.clock,
-                                    config=config or SimConfig(), initial_positions_rad=initial)
+        self.robot = SimulatedRobot(
+            model,
+            self.sim_buses,
+            clock=self.clock,
+            config=config or SimConfig(),
+            initial_positions_rad=initial,
+        )
 
     def send(self, bus, *frames):
         for frame in frames:
-            self.wires[bus].send(can.Message(arbitration_id=frame.arbitration_id,
-                                             data=frame.data, is_extended_id=frame.is_extended_id))
+            self.wires[bus].send(
+                can.Message(
+                    arbitration_id=frame.arbitration_id,
+                    data=frame.data,
+                    is_extended_id=frame.is_extended_id,
+                )
+            )
 
     def received(self, bus):
         frames = []
         while (message := self.wires[bus].recv(0)) is not None:
-            frames.append(CanFrame(message.arbitration_id, bytes(message.data),
-                                   message.is_extended_id))
+            frames.append(
+                CanFrame(message.arbitration_id, bytes(message.data), message.is_extended_id)
+            )
         return frames
 
     def run(self, seconds, each_step=()):
@@ -79,24 +90,34 @@ def test_reported_positions_convert_to_the_joint_truth(model, rig):
     setup = rig()
     elbow, wrist = model.joint('right_elbow'), model.joint('right_wrist')
     setup.send('can1', tmotor.encode_set_rpm(elbow.motor.device_id, 4000))
-    setup.send('can3', epos4.encode_nmt(NmtCommand.START_REMOTE_NODE, 7),
-               epos4.encode_sdo_download(7, ObjectIndex.MODES_OF_OPERATION, 0, 8, 1),
-               epos4.encode_controlword(7, 0x06), epos4.encode_controlword(7, 0x0F),
-               epos4.encode_target_position(7, -0.4))
+    setup.send(
+        'can3',
+        epos4.encode_nmt(NmtCommand.START_REMOTE_NODE, 7),
+        epos4.encode_sdo_download(7, ObjectIndex.MODES_OF_OPERATION, 0, 8, 1),
+        epos4.encode_controlword(7, 0x06),
+        epos4.encode_controlword(7, 0x0F),
+        epos4.encode_target_position(7, -0.4),
+    )
     setup.run(0.2, each_step=[epos4.encode_sync()])
     setup.send('can1', tmotor.encode_set_rpm(elbow.motor.device_id, 0))
     setup.run(0.05, each_step=[epos4.encode_sync()])
 
     truth = setup.robot.joint_positions_rad()
-    status = [tmotor.decode_feedback(f) for f in setup.received('can1')
-              if f.arbitration_id == elbow.motor.device_id][-1]
-    tpdo = [epos4.decode_feedback(f) for f in setup.received('can3')
-            if f.arbitration_id == 0x187][-1]
+    status = [
+        tmotor.decode_feedback(f)
+        for f in setup.received('can1')
+        if f.arbitration_id == elbow.motor.device_id
+    ][-1]
+    tpdo = [epos4.decode_feedback(f) for f in setup.received('can3') if f.arbitration_id == 0x187][
+        -1
+    ]
     assert abs(truth[elbow.index] - elbow.motor.initial_position_rad) > 0.2  # it did move
     assert elbow.motor.motor_to_joint_rad(status.position_rad) == pytest.approx(
-        truth[elbow.index], abs=math.radians(0.1))
+        truth[elbow.index], abs=math.radians(0.1)
+    )
     assert wrist.motor.motor_to_joint_rad(tpdo.position_rad) == pytest.approx(
-        truth[wrist.index], abs=1e-4)
+        truth[wrist.index], abs=1e-4
+    )
     untouched = [j.index for j in model.joints if j.name not in ('right_elbow', 'right_wrist')]
     np.testing.assert_array_equal(truth[untouched], model.poses['init'][untouched])
 
@@ -113,8 +134,10 @@ def test_one_loop_iteration_takes_a_bounded_share_of_a_flood(model, rig):
     setup.robot.step()
     first = setup.robot.frames_received
     assert 0 < first <= 300
-    assert any(f.arbitration_id == model.joint('right_elbow').motor.device_id
-               for f in setup.received('can1'))  # the periodic status went out meanwhile
+    assert any(
+        f.arbitration_id == model.joint('right_elbow').motor.device_id
+        for f in setup.received('can1')
+    )  # the periodic status went out meanwhile
     for _ in range(flood):
         if setup.robot.frames_received == flood:
             break
@@ -127,15 +150,20 @@ def test_a_backlog_of_syncs_is_answered_once_with_the_newest_target(model, rig):
     # A simulator that fell behind must not keep acting on old targets: of the SYNCs taken in
     # one iteration only the newest is answered, after every target that came before it.
     setup = rig()
-    setup.send('can3', epos4.encode_nmt(NmtCommand.START_REMOTE_NODE, 7),
-               epos4.encode_sdo_download(7, ObjectIndex.MODES_OF_OPERATION, 0, 8, 1),
-               epos4.encode_controlword(7, 0x06), epos4.encode_controlword(7, 0x0F))
+    setup.send(
+        'can3',
+        epos4.encode_nmt(NmtCommand.START_REMOTE_NODE, 7),
+        epos4.encode_sdo_download(7, ObjectIndex.MODES_OF_OPERATION, 0, 8, 1),
+        epos4.encode_controlword(7, 0x06),
+        epos4.encode_controlword(7, 0x0F),
+    )
     setup.run(0.01)
     setup.received('can3')
     syncs_before = setup.robot.device('right_wrist').sync_count
     for step in range(5):  # five 1 ms cycles queued at once
-        setup.send('can3', epos4.encode_target_position(7, -0.01 * (step + 1)),
-                   epos4.encode_sync())
+        setup.send(
+            'can3', epos4.encode_target_position(7, -0.01 * (step + 1)), epos4.encode_sync()
+        )
     setup.clock.advance(STEP_S)
     setup.robot.step()
     replies = [f for f in setup.received('can3') if f.arbitration_id == 0x187]
@@ -143,9 +171,10 @@ def test_a_backlog_of_syncs_is_answered_once_with_the_newest_target(model, rig):
     # Every SYNC still latched its target: the motion passes through all of them.
     assert setup.robot.device('right_wrist').sync_count == syncs_before + 5
     setup.run(0.05, each_step=[epos4.encode_sync()])
-    tpdo = [epos4.decode_feedback(f) for f in setup.received('can3')
-            if f.arbitration_id == 0x187][-1]
-    assert tpdo.position_rad == pytest.approx(-0.05, abs=1e-3)   # the newest target
+    tpdo = [epos4.decode_feedback(f) for f in setup.received('can3') if f.arbitration_id == 0x187][
+        -1
+    ]
+    assert tpdo.position_rad == pytest.approx(-0.05, abs=1e-3)  # the newest target
 
 
 def test_history_is_time_stamped_and_a_ring(model, rig):
@@ -165,8 +194,15 @@ def _pose_above_the_snare(model):
     pose = model.poses['init'].copy()
     strike = model.kit.by_name('snare').strikes['right']
     left_tip = model.stick_tip_positions(pose)[1]
-    solution = solve_arms(geometry, limits, strike.position_m, left_tip, 0.0,
-                          strike.wrist_angle_rad, pose[model.joint('left_wrist').index])
+    solution = solve_arms(
+        geometry,
+        limits,
+        strike.position_m,
+        left_tip,
+        0.0,
+        strike.wrist_angle_rad,
+        pose[model.joint('left_wrist').index],
+    )
     for column, name in enumerate(ARM_JOINT_NAMES):
         pose[model.joint(name).index] = solution.positions_rad[column]
     pose[model.joint('right_wrist').index] += math.radians(20.0)
@@ -180,10 +216,14 @@ def test_a_wrist_stroke_over_the_wire_is_detected_as_a_snare_hit(model, rig):
     setup.robot.add_impact_listener(heard.append)
     wrist = model.joint('right_wrist')
     # CSP to 10 deg below the strike angle: the tip goes down through the pad.
-    travel = (strike.wrist_angle_rad - math.radians(10) - start[wrist.index])
-    setup.send('can3', epos4.encode_nmt(NmtCommand.START_REMOTE_NODE, 7),
-               epos4.encode_sdo_download(7, ObjectIndex.MODES_OF_OPERATION, 0, 8, 1),
-               epos4.encode_controlword(7, 0x06), epos4.encode_controlword(7, 0x0F))
+    travel = strike.wrist_angle_rad - math.radians(10) - start[wrist.index]
+    setup.send(
+        'can3',
+        epos4.encode_nmt(NmtCommand.START_REMOTE_NODE, 7),
+        epos4.encode_sdo_download(7, ObjectIndex.MODES_OF_OPERATION, 0, 8, 1),
+        epos4.encode_controlword(7, 0x06),
+        epos4.encode_controlword(7, 0x0F),
+    )
     setup.run(0.05, each_step=[epos4.encode_sync()])
     assert setup.robot.impacts() == []
     setup.send('can3', epos4.encode_target_position(7, travel * wrist.motor.direction_sign))
@@ -217,8 +257,9 @@ def test_multicast_channels_that_could_leave_the_machine_are_refused(channel):
 
 
 def test_udp_multicast_buses_see_only_their_own_group():
-    groups = [f'ff11::7068:{0x7000 + index + (uuid.uuid4().int % 0x800) * 2:x}'
-              for index in range(2)]
+    groups = [
+        f'ff11::7068:{0x7000 + index + (uuid.uuid4().int % 0x800) * 2:x}' for index in range(2)
+    ]
     buses = [open_can_bus(f'can{i}', 'udp_multicast', group) for i, group in enumerate(groups)]
     listener = open_can_bus('can0', 'udp_multicast', groups[0])
     try:
@@ -260,4 +301,5 @@ def test_dynamixel_truth_uses_the_tick_convention(model, tmp_path):
         tick = int.from_bytes(servo.read(132, 4)[1], 'little', signed=True)
         motor = model.joint('head_pitch').motor
         assert motor.motor_to_joint_rad(dynamixel.tick_to_motor_rad(tick)) == pytest.approx(
-            pose[model.joint('head_pitch').index], abs=2 * math.pi / 4096)
+            pose[model.joint('head_pitch').index], abs=2 * math.pi / 4096
+        )

@@ -36,7 +36,11 @@ class Simulator:
     def __init__(self, *args: str) -> None:
         self.process = subprocess.Popen(
             [sys.executable, '-m', 'phil_hardware.sim', *args],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         self.lines: queue.Queue[str | None] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -85,42 +89,63 @@ def frames_from(bus: can.BusABC, wanted, timeout_s: float = REPLY_TIMEOUT_S) -> 
     while not wanted(frames) and time.monotonic() < deadline:
         message = bus.recv(max(0.0, deadline - time.monotonic()))
         if message is not None:
-            frames.append(CanFrame(message.arbitration_id, bytes(message.data),
-                                   message.is_extended_id))
+            frames.append(
+                CanFrame(message.arbitration_id, bytes(message.data), message.is_extended_id)
+            )
     return frames
 
 
 def send(bus: can.BusABC, *frames: CanFrame) -> None:
     for frame in frames:
-        bus.send(can.Message(arbitration_id=frame.arbitration_id, data=frame.data,
-                             is_extended_id=frame.is_extended_id))
+        bus.send(
+            can.Message(
+                arbitration_id=frame.arbitration_id,
+                data=frame.data,
+                is_extended_id=frame.is_extended_id,
+            )
+        )
 
 
 def test_simulator_process_serves_can_and_dynamixel_and_stops_on_sigint(tmp_path):
     base = unique_group_base()
     groups = [str(ipaddress.IPv6Address(base) + index) for index in range(4)]
     link = tmp_path / 'ttyDXL'
-    simulator = Simulator('--can-channel-base', base, '--dxl-port', str(link),
-                          '--fault', 'left_elbow:over_current', '--control-stdin',
-                          '--impacts-jsonl', str(tmp_path / 'impacts.jsonl'))
+    simulator = Simulator(
+        '--can-channel-base',
+        base,
+        '--dxl-port',
+        str(link),
+        '--fault',
+        'left_elbow:over_current',
+        '--control-stdin',
+        '--impacts-jsonl',
+        str(tmp_path / 'impacts.jsonl'),
+    )
     buses = {}
     try:
         banner = simulator.wait_for(READY_LINE, START_TIMEOUT_S)
-        assert any(line.startswith(f'can1: udp_multicast {groups[1]} serves') and
-                   'tmotor right_elbow (node 4)' in line for line in banner)
-        assert any(line.startswith('dxl: /dev/pts/') and 'dynamixel head_pitch (id 2)' in line
-                   for line in banner)
-        buses = {name: open_can_bus(name, 'udp_multicast', groups[index])
-                 for index, name in enumerate(('can0', 'can1', 'can2', 'can3'))}
+        assert any(
+            line.startswith(f'can1: udp_multicast {groups[1]} serves')
+            and 'tmotor right_elbow (node 4)' in line
+            for line in banner
+        )
+        assert any(
+            line.startswith('dxl: /dev/pts/') and 'dynamixel head_pitch (id 2)' in line
+            for line in banner
+        )
+        buses = {
+            name: open_can_bus(name, 'udp_multicast', groups[index])
+            for index, name in enumerate(('can0', 'can1', 'can2', 'can3'))
+        }
 
         # TMotor status broadcasts, one of them with the injected over-current.
-        frames = frames_from(buses['can1'], lambda fs: {1, 3, 4} <= {f.arbitration_id
-                                                                     for f in fs})
+        frames = frames_from(buses['can1'], lambda fs: {1, 3, 4} <= {f.arbitration_id for f in fs})
         assert {1, 3, 4} <= {f.arbitration_id for f in frames}
         assert tmotor.decode_feedback(frames[-1]).error_code == 0
         left = frames_from(buses['can0'], lambda fs: any(f.arbitration_id == 6 for f in fs))
-        assert tmotor.decode_feedback(next(f for f in left if f.arbitration_id == 6)
-                                      ).current_a > 23.2
+        assert (
+            tmotor.decode_feedback(next(f for f in left if f.arbitration_id == 6)).current_a > 23.2
+        )
 
         # EPOS4: discovery probe, NMT start, TPDO on SYNC.
         send(buses['can3'], epos4.encode_sdo_probe(7))
@@ -129,8 +154,10 @@ def test_simulator_process_serves_can_and_dynamixel_and_stops_on_sigint(tmp_path
         assert sdo.service is SdoService.ABORT and sdo.abort_code == 0x05040001
         send(buses['can3'], epos4.encode_nmt(NmtCommand.START_REMOTE_NODE, 7), epos4.encode_sync())
         tpdo = frames_from(buses['can3'], lambda fs: any(f.arbitration_id == 0x187 for f in fs))
-        assert epos4.decode_feedback(next(f for f in tpdo if f.arbitration_id == 0x187)
-                                     ).statusword == 0x0240
+        assert (
+            epos4.decode_feedback(next(f for f in tpdo if f.arbitration_id == 0x187)).statusword
+            == 0x0240
+        )
 
         # Dynamixel over the PTY link.
         port = PortHandler(str(link))
@@ -224,7 +251,11 @@ def test_ros_bridge_publishes_impacts_and_joint_states(monkeypatch):
         assert hits and states
         hit = hits[0]
         assert (hit.source, hit.instrument, hit.instrument_id, hit.limb) == (
-            HitEvent.SOURCE_DETECTED, 'snare', 1, HitEvent.LIMB_LEFT_HAND)
+            HitEvent.SOURCE_DETECTED,
+            'snare',
+            1,
+            HitEvent.LIMB_LEFT_HAND,
+        )
         assert 1 <= hit.velocity <= 7
         assert (hit.command_time.sec, hit.command_time.nanosec) == (1_700_000_000, 250_000_000)
         assert list(states[0].name) == names and list(states[0].position) == [0.1, 0.2]
@@ -236,9 +267,12 @@ def test_ros_bridge_publishes_impacts_and_joint_states(monkeypatch):
 
 def test_simulator_imports_without_rclpy():
     """The device side stays ROS-free: rclpy is only loaded by the bridge's own process."""
-    code = ("import sys; sys.modules['rclpy'] = None\n"
-            'import phil_hardware.sim, phil_hardware.sim.runner, phil_hardware.sim.ros_bridge\n'
-            "assert not any(name.startswith(('rclpy.', 'phil_msgs')) for name in sys.modules)")
-    result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
-                            timeout=START_TIMEOUT_S)
+    code = (
+        "import sys; sys.modules['rclpy'] = None\n"
+        'import phil_hardware.sim, phil_hardware.sim.runner, phil_hardware.sim.ros_bridge\n'
+        "assert not any(name.startswith(('rclpy.', 'phil_msgs')) for name in sys.modules)"
+    )
+    result = subprocess.run(
+        [sys.executable, '-c', code], capture_output=True, text=True, timeout=START_TIMEOUT_S
+    )
     assert result.returncode == 0, result.stderr

@@ -28,18 +28,25 @@ class Wire:
         self.bus = can.Bus(interface='virtual', channel=channel)
 
     def send(self, frame: CanFrame) -> None:
-        self.bus.send(can.Message(arbitration_id=frame.arbitration_id, data=frame.data,
-                                  is_extended_id=frame.is_extended_id))
+        self.bus.send(
+            can.Message(
+                arbitration_id=frame.arbitration_id,
+                data=frame.data,
+                is_extended_id=frame.is_extended_id,
+            )
+        )
 
     def send_raw(self, arbitration_id: int, data: bytes, extended: bool = True) -> None:
-        self.bus.send(can.Message(arbitration_id=arbitration_id, data=data,
-                                  is_extended_id=extended))
+        self.bus.send(
+            can.Message(arbitration_id=arbitration_id, data=data, is_extended_id=extended)
+        )
 
     def drain(self) -> list[CanFrame]:
         frames = []
         while (message := self.bus.recv(0)) is not None:
-            frames.append(CanFrame(message.arbitration_id, bytes(message.data),
-                                   message.is_extended_id))
+            frames.append(
+                CanFrame(message.arbitration_id, bytes(message.data), message.is_extended_id)
+            )
         return frames
 
 
@@ -91,8 +98,11 @@ def test_status_is_broadcast_at_200_hz_and_reads_zero_at_power_on(model, rig):
         assert status.temperature_c == 30 and status.error_code == 0
 
 
-@pytest.mark.parametrize('rig', [SimConfig(impacts=None, tmotor=TMotorDeviceConfig(
-    status_extended_id=True))], indirect=True)
+@pytest.mark.parametrize(
+    'rig',
+    [SimConfig(impacts=None, tmotor=TMotorDeviceConfig(status_extended_id=True))],
+    indirect=True,
+)
 def test_status_with_extended_id_matches_the_node_low_byte(model, rig):
     robot, clock, wire = rig
     robot.step()
@@ -107,8 +117,9 @@ def test_set_rpm_integrates_to_the_expected_position(model, rig):
     joint, motor = model.joint(ELBOW), model.joint(ELBOW).motor
     start = robot.joint_positions_rad()[joint.index]
     velocity = 0.5  # joint rad/s
-    erpm = tmotor.joint_velocity_to_erpm(velocity, motor.direction_sign, motor.gear_ratio,
-                                         motor.pole_pairs)
+    erpm = tmotor.joint_velocity_to_erpm(
+        velocity, motor.direction_sign, motor.gear_ratio, motor.pole_pairs
+    )
     wire.send(tmotor.encode_set_rpm(motor.device_id, erpm))
     run(robot, clock, 1.0)
     moving = statuses(wire.drain(), motor.device_id)[-1]
@@ -124,7 +135,8 @@ def test_set_rpm_integrates_to_the_expected_position(model, rig):
     assert 0 < abs(moving.current_a) < motor.current_limit_a / 10
     reported = statuses(wire.drain(), motor.device_id)[-1]
     assert motor.motor_to_joint_rad(reported.position_rad) == pytest.approx(
-        robot.joint_positions_rad()[joint.index], abs=math.radians(0.05))
+        robot.joint_positions_rad()[joint.index], abs=math.radians(0.05)
+    )
 
 
 def test_set_rpm_is_limited_to_the_joint_velocity_limit(model, rig):
@@ -133,11 +145,13 @@ def test_set_rpm_is_limited_to_the_joint_velocity_limit(model, rig):
     wire.send(tmotor.encode_set_rpm(joint.motor.device_id, -100_000))
     run(robot, clock, 0.05)
     assert robot.joint_velocities_rad_s()[joint.index] == pytest.approx(
-        joint.velocity_limit_rad_s, rel=1e-4)
+        joint.velocity_limit_rad_s, rel=1e-4
+    )
     run(robot, clock, 0.1)  # on into the mechanical end stop, 10 deg beyond the hard limit
     assert robot.joint_velocities_rad_s()[joint.index] == 0.0
     assert robot.joint_positions_rad()[joint.index] == pytest.approx(
-        joint.upper_rad + math.radians(10.0))
+        joint.upper_rad + math.radians(10.0)
+    )
 
 
 def test_set_origin_zeroes_the_report_and_set_pos_is_relative_to_it(model, rig):
@@ -158,9 +172,11 @@ def test_set_origin_zeroes_the_report_and_set_pos_is_relative_to_it(model, rig):
     wire.send(tmotor.encode_set_position(motor.device_id, 0.2))
     run(robot, clock, 0.3)
     assert robot.joint_positions_rad()[joint.index] == pytest.approx(
-        moved_to + 0.2 * motor.direction_sign, abs=1e-4)
+        moved_to + 0.2 * motor.direction_sign, abs=1e-4
+    )
     assert statuses(wire.drain(), motor.device_id)[-1].position_rad == pytest.approx(
-        0.2, abs=math.radians(0.1))
+        0.2, abs=math.radians(0.1)
+    )
 
 
 def test_corrupt_command_frames_are_ignored_and_the_motor_still_answers(model, rig):
@@ -169,11 +185,11 @@ def test_corrupt_command_frames_are_ignored_and_the_motor_still_answers(model, r
     node = motor.device_id
     device = robot.device(ELBOW)
     start = robot.joint_positions_rad()[joint.index]
-    wire.send_raw(node | 3 << 8, b'\x00\x10')              # SET_RPM with 2 of 4 bytes
-    wire.send_raw(node | 9 << 8, b'\x00\x00\x10\x00')      # unknown packet id
-    wire.send_raw(node | 5 << 8, b'\x07')                  # unknown origin mode
-    wire.send_raw(node | 4 << 8, b'')                      # SET_POS without payload
-    wire.send_raw(node, b'\xff' * 8, extended=False)       # MIT-style standard frame: not ours
+    wire.send_raw(node | 3 << 8, b'\x00\x10')  # SET_RPM with 2 of 4 bytes
+    wire.send_raw(node | 9 << 8, b'\x00\x00\x10\x00')  # unknown packet id
+    wire.send_raw(node | 5 << 8, b'\x07')  # unknown origin mode
+    wire.send_raw(node | 4 << 8, b'')  # SET_POS without payload
+    wire.send_raw(node, b'\xff' * 8, extended=False)  # MIT-style standard frame: not ours
     run(robot, clock, 0.05)
     assert device.frames_rejected == 4
     assert 'right_elbow' in device.last_rejection and '0x00000404' in device.last_rejection
@@ -187,8 +203,10 @@ def test_corrupt_command_frames_are_ignored_and_the_motor_still_answers(model, r
 
 def _elbow_and_neighbour(wire, model):
     frames = wire.drain()
-    return ([f for f in frames if f.arbitration_id == node_of(model, ELBOW)],
-            [f for f in frames if f.arbitration_id == node_of(model, SHOULDER_2)])
+    return (
+        [f for f in frames if f.arbitration_id == node_of(model, ELBOW)],
+        [f for f in frames if f.arbitration_id == node_of(model, SHOULDER_2)],
+    )
 
 
 def test_fault_silence_stops_the_broadcast_until_cleared(model, rig):

@@ -52,8 +52,17 @@ def test_interface_local_groups_are_accepted(channel):
     check_multicast_group('can0', channel)
 
 
-@pytest.mark.parametrize('channel', ['ff15:7079:7468:6f6e:6465:6d6f:6d63:6173', 'ff02::1',
-                                     'ff01::1', '239.74.163.2', 'localhost', '::1'])
+@pytest.mark.parametrize(
+    'channel',
+    [
+        'ff15:7079:7468:6f6e:6465:6d6f:6d63:6173',
+        'ff02::1',
+        'ff01::1',
+        '239.74.163.2',
+        'localhost',
+        '::1',
+    ],
+)
 def test_other_groups_are_refused_naming_the_bus(channel):
     with pytest.raises(TransportError, match="CAN bus 'can2'"):
         check_multicast_group('can2', channel)
@@ -67,7 +76,7 @@ def test_unknown_interface_is_refused():
 
 
 def test_frame_bits_count_worst_case_stuffing_and_interframe_space():
-    assert frame_bits(8, False) == 135   # 44 + 64 + 24 stuff bits + 3 IFS
+    assert frame_bits(8, False) == 135  # 44 + 64 + 24 stuff bits + 3 IFS
     assert frame_bits(0, False) == 55
     assert frame_bits(8, True) == 160
     assert frame_bits(4, True) == 120
@@ -82,7 +91,10 @@ def test_virtual_bus_round_trip_counts_frames_and_skips_remote_frames():
         assert controller.send(CanFrame(0x304, b'\x00\x00\x03\xe8', True))
         message = device.recv(1.0)
         assert (message.arbitration_id, bytes(message.data), message.is_extended_id) == (
-            0x304, b'\x00\x00\x03\xe8', True)
+            0x304,
+            b'\x00\x00\x03\xe8',
+            True,
+        )
         device.send(can.Message(arbitration_id=0x187, data=bytes(8), is_extended_id=False))
         device.send(can.Message(arbitration_id=0x1, is_remote_frame=True, is_extended_id=False))
         frames = drain_until(controller, 1)
@@ -114,8 +126,9 @@ def test_udp_multicast_isolates_groups_drops_echo_and_survives_garbage():
     group, other_group = unique_group(), unique_group()
     a = CanTransport('can0', open_can_bus(CanBusParams('can0', 'udp_multicast', group, 10**6)))
     b = CanTransport('can0', open_can_bus(CanBusParams('can0', 'udp_multicast', group, 10**6)))
-    c = CanTransport('can1', open_can_bus(
-        CanBusParams('can1', 'udp_multicast', other_group, 10**6)))
+    c = CanTransport(
+        'can1', open_can_bus(CanBusParams('can1', 'udp_multicast', other_group, 10**6))
+    )
     raw = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
     try:
         raw.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_HOPS, 1)
@@ -147,8 +160,9 @@ def test_without_the_kernel_filter_own_frames_come_back_and_are_dropped_by_tag()
     sock = a.bus._multicast._socket
     sock.setsockopt(socket.SOL_SOCKET, SO_DETACH_FILTER, 0)
     a._fast.close()
-    a._fast = UdpFastPath(sock, a.bus._multicast._send_destination, a._tag,
-                          filter_own_frames=False)
+    a._fast = UdpFastPath(
+        sock, a.bus._multicast._send_destination, a._tag, filter_own_frames=False
+    )
     try:
         assert a.send(CanFrame(0x80, b''))
         assert drain_until(b, 1) == [CanFrame(0x80, b'')]
@@ -251,8 +265,9 @@ def test_a_full_serial_line_drops_the_packet_instead_of_waiting(pty_pair):
     # write that spins cannot be interrupted from here.
     master, path = pty_pair
     try:
-        result = subprocess.run([sys.executable, '-c', FILL_THE_LINE, path], timeout=20,
-                                capture_output=True, text=True)
+        result = subprocess.run(
+            [sys.executable, '-c', FILL_THE_LINE, path], timeout=20, capture_output=True, text=True
+        )
     except subprocess.TimeoutExpired:
         pytest.fail('a write waited for room on the full line')
     assert result.returncode == 0, result.stderr
@@ -307,6 +322,7 @@ def test_udp_multicast_sockets_get_a_receive_buffer_for_seconds_of_traffic():
     finally:
         bus.shutdown()
     limit = int(Path('/proc/sys/net/core/rmem_max').read_text())
-    wanted = UDP_RECEIVE_BUFFER_BYTES if os.geteuid() == 0 else min(limit,
-                                                                       UDP_RECEIVE_BUFFER_BYTES)
+    wanted = (
+        UDP_RECEIVE_BUFFER_BYTES if os.geteuid() == 0 else min(limit, UDP_RECEIVE_BUFFER_BYTES)
+    )
     assert granted >= wanted  # Linux reports twice the request (bookkeeping included)

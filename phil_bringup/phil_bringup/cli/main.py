@@ -27,11 +27,19 @@ TRIGGERS = ('start', 'ready', 'quit', 'pause', 'resume', 'stop', 'estop', 'reset
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog='phil', description=__doc__.split('\n\n')[0],
-                                     epilog=__doc__.split('\n', 2)[2],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument('--wait', type=float, default=5.0, metavar='S',
-                        help='how long to look for the running graph (default 5 s)')
+    parser = argparse.ArgumentParser(
+        prog='phil',
+        description=__doc__.split('\n\n')[0],
+        epilog=__doc__.split('\n', 2)[2],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        '--wait',
+        type=float,
+        default=5.0,
+        metavar='S',
+        help='how long to look for the running graph (default 5 s)',
+    )
     commands = parser.add_subparsers(dest='command', required=True)
     status = commands.add_parser('status', help='show the robot status')
     status.add_argument('--watch', action='store_true', help='keep showing every update')
@@ -43,8 +51,11 @@ def build_parser() -> argparse.ArgumentParser:
     play.add_argument('score')
     play.add_argument('--speed', type=float, default=1.0)
     play.add_argument('--start-bar', type=int, default=0)
-    play.add_argument('--improv', action='store_true',
-                      help="play the scores of the entry's genre folder back to back")
+    play.add_argument(
+        '--improv',
+        action='store_true',
+        help="play the scores of the entry's genre folder back to back",
+    )
     hit = commands.add_parser('hit', help='strike one instrument')
     hit.add_argument('instrument', help="e.g. snare, bass, 'closed hihat'")
     hit.add_argument('--velocity', type=int, default=5, choices=range(1, 8))
@@ -63,22 +74,30 @@ def build_parser() -> argparse.ArgumentParser:
     send.add_argument('lines', nargs='+')
     send.add_argument('--host', default=DEFAULT_HOST)
     send.add_argument('--port', type=int, default=DEFAULT_PORT)
-    send.add_argument('--no-ack', action='store_true', help="upstream mode: no replies")
-    plots.add_arguments(commands.add_parser(
-        'plot', help="figures (PNG) and hit timing of a run's log folder"))
+    send.add_argument('--no-ack', action='store_true', help='upstream mode: no replies')
+    plots.add_arguments(
+        commands.add_parser('plot', help="figures (PNG) and hit timing of a run's log folder")
+    )
     return parser
 
 
 def status_view(message) -> StatusView:
     return StatusView(
-        state=message.state, speed=message.speed, realtime=message.realtime,
-        play_id=message.play_id, bar=message.bar, total_bars=message.total_bars,
-        resume_valid=message.resume_valid, resume_play_id=message.resume_play_id,
-        resume_bar=message.resume_bar, joint_names=list(message.joint_names),
+        state=message.state,
+        speed=message.speed,
+        realtime=message.realtime,
+        play_id=message.play_id,
+        bar=message.bar,
+        total_bars=message.total_bars,
+        resume_valid=message.resume_valid,
+        resume_play_id=message.resume_play_id,
+        resume_bar=message.resume_bar,
+        joint_names=list(message.joint_names),
         commanded_rad=list(message.commanded_positions_rad),
         measured_rad=list(message.measured_positions_rad),
         faults=[f'{fault.joint or "robot"}: {fault.reason}' for fault in message.faults],
-        last_rejection=message.last_rejection)
+        last_rejection=message.last_rejection,
+    )
 
 
 def run_ros_command(args: argparse.Namespace) -> int:
@@ -98,9 +117,11 @@ def run_with_client(client, args: argparse.Namespace) -> int:
 
     if args.command == 'status':
         if args.watch:
-            client.watch(msg.RobotStatus, '/phil/status',
-                         lambda m: print('\033[2J\033[H' + render_status(status_view(m)),
-                                         flush=True))
+            client.watch(
+                msg.RobotStatus,
+                '/phil/status',
+                lambda m: print('\033[2J\033[H' + render_status(status_view(m)), flush=True),
+            )
             return 0
         print(render_status(status_view(client.latest(msg.RobotStatus, '/phil/status'))))
         return 0
@@ -108,21 +129,22 @@ def run_with_client(client, args: argparse.Namespace) -> int:
         response = client.call(srv.Trigger, f'/phil/{args.command}', srv.Trigger.Request())
         return report(response.accepted, response.reason, f'state {response.state}')
     if args.command == 'speed':
-        response = client.call(srv.SetSpeed, '/phil/speed', srv.SetSpeed.Request(
-            speed=args.speed))
+        response = client.call(srv.SetSpeed, '/phil/speed', srv.SetSpeed.Request(speed=args.speed))
         return report(response.accepted, response.reason, f'speed {response.speed:.2f}')
     if args.command == 'play':
-        goal = action.Play.Goal(score=args.score, speed=args.speed,
-                                start_bar=args.start_bar, improv=args.improv)
+        goal = action.Play.Goal(
+            score=args.score, speed=args.speed, start_bar=args.start_bar, improv=args.improv
+        )
         with PlayProgress() as progress:
-            accepted, result = client.run_action(action.Play, '/phil/play', goal,
-                                                 progress.update)
+            accepted, result = client.run_action(action.Play, '/phil/play', goal, progress.update)
         if not accepted:
             return report(False, 'the play goal was rejected', '')
         timing = result.timing
-        detail = (f'{result.hits_played} hits, {result.bars_played} bars in '
-                  f'{result.duration_s:.1f} s; timing mean {timing.mean_error_s * 1e3:.2f} ms'
-                  f', p99 {timing.p99_abs_error_s * 1e3:.2f} ms')
+        detail = (
+            f'{result.hits_played} hits, {result.bars_played} bars in '
+            f'{result.duration_s:.1f} s; timing mean {timing.mean_error_s * 1e3:.2f} ms'
+            f', p99 {timing.p99_abs_error_s * 1e3:.2f} ms'
+        )
         return report(result.success, result.reason, detail)
     goal_type, name, goal = motion_goal(args, action)
     accepted, result = client.run_action(goal_type, name, goal)
@@ -133,18 +155,27 @@ def run_with_client(client, args: argparse.Namespace) -> int:
 
 def motion_goal(args: argparse.Namespace, action):
     if args.command == 'hit':
-        return action.Hit, '/phil/hit', action.Hit.Goal(
-            instrument=args.instrument, velocity=args.velocity, hand=args.hand)
+        return (
+            action.Hit,
+            '/phil/hit',
+            action.Hit.Goal(instrument=args.instrument, velocity=args.velocity, hand=args.hand),
+        )
     if args.command == 'look':
-        return action.Look, '/phil/look', action.Look.Goal(
-            pan_rad=math.radians(args.pan), tilt_rad=math.radians(args.tilt))
+        return (
+            action.Look,
+            '/phil/look',
+            action.Look.Goal(pan_rad=math.radians(args.pan), tilt_rad=math.radians(args.tilt)),
+        )
     if args.command == 'gesture':
         return action.Gesture, '/phil/gesture', action.Gesture.Goal(gesture=args.name)
     if args.command == 'pose':
         return action.Pose, '/phil/pose', action.Pose.Goal(pose=args.name)
     names, positions = parse_joint_targets(args.targets)
-    return action.Move, '/phil/move', action.Move.Goal(
-        joint_names=names, positions_rad=positions, duration_s=args.duration)
+    return (
+        action.Move,
+        '/phil/move',
+        action.Move.Goal(joint_names=names, positions_rad=positions, duration_s=args.duration),
+    )
 
 
 def report(ok: bool, reason: str, detail: str) -> int:
@@ -169,8 +200,10 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         return run_ros_command(args)
     except ConnectionRefusedError:
-        print(f'nothing listens on {args.host}:{args.port}: is Phil running (`make run`)?',
-              file=sys.stderr)
+        print(
+            f'nothing listens on {args.host}:{args.port}: is Phil running (`make run`)?',
+            file=sys.stderr,
+        )
         return 2
     except ValueError as error:
         print(f'phil {args.command}: {error}', file=sys.stderr)

@@ -9,10 +9,14 @@ class PlayProgress:
     """Context manager; call `update(feedback)` with phil_msgs/Play feedback."""
 
     def __init__(self) -> None:
-        self._progress = Progress(TextColumn('[bold]{task.fields[play_id]}'), BarColumn(),
-                                  TextColumn('bar {task.completed:.0f}/{task.total:.0f}'),
-                                  TextColumn('speed {task.fields[speed]:.2f}'),
-                                  TextColumn('hits {task.fields[hits]}'), TimeElapsedColumn())
+        self._progress = Progress(
+            TextColumn('[bold]{task.fields[play_id]}'),
+            BarColumn(),
+            TextColumn('bar {task.completed:.0f}/{task.total:.0f}'),
+            TextColumn('speed {task.fields[speed]:.2f}'),
+            TextColumn('hits {task.fields[hits]}'),
+            TimeElapsedColumn(),
+        )
         self._task = None
 
     def __enter__(self) -> PlayProgress:
@@ -24,6 +28,11 @@ class PlayProgress:
         self._progress.stop()
 
     def update(self, feedback) -> None:
-        self._progress.update(self._task, completed=feedback.bar,
-                              total=max(1, feedback.total_bars), play_id=feedback.play_id,
-                              speed=feedback.speed, hits=feedback.hits_played)
+        self._progress.update(
+            self._task,
+            completed=feedback.bar,
+            total=max(1, feedback.total_bars),
+            play_id=feedback.play_id,
+            speed=feedback.speed,
+            hits=feedback.hits_played,
+        )

@@ -33,8 +33,10 @@ def _degrees(value: float) -> str:
 
 def render_status(view: StatusView) -> str:
     """A compact multi-line status report."""
-    lines = [f'state {view.state}   speed {view.speed:.2f}   '
-             f'{"real-time" if view.realtime else "NOT real-time"}']
+    lines = [
+        f'state {view.state}   speed {view.speed:.2f}   '
+        f'{"real-time" if view.realtime else "NOT real-time"}'
+    ]
     if view.play_id:
         lines.append(f'playing {view.play_id}: bar {view.bar}/{view.total_bars}')
     if view.resume_valid:
@@ -45,8 +47,9 @@ def render_status(view: StatusView) -> str:
         lines.append(f'last rejected: {view.last_rejection}')
     if view.joint_names:
         lines.append(f'{"joint":<18}{"commanded":>10}{"measured":>10}   (deg)')
-        for name, commanded, measured in zip(view.joint_names, view.commanded_rad,
-                                             view.measured_rad, strict=False):
+        for name, commanded, measured in zip(
+            view.joint_names, view.commanded_rad, view.measured_rad, strict=False
+        ):
             lines.append(f'{name:<18}{_degrees(commanded):>10}{_degrees(measured):>10}')
     return '\n'.join(lines)
 

@@ -14,8 +14,9 @@ from rclpy.action import ActionClient
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
-LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
-                     reliability=ReliabilityPolicy.RELIABLE)
+LATCHED = QoSProfile(
+    depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE
+)
 
 
 class GraphNotRunningError(RuntimeError):
@@ -24,9 +25,11 @@ class GraphNotRunningError(RuntimeError):
 
 def not_running_message(what: str) -> str:
     domain = os.environ.get('ROS_DOMAIN_ID', '0')
-    return (f'{what} is not available on ROS_DOMAIN_ID={domain}: is Phil running? Start it '
-            f'with `make run` (or `ros2 launch phil_bringup robot.launch.py sim:=true`), and use '
-            f'the same ROS_DOMAIN_ID here.')
+    return (
+        f'{what} is not available on ROS_DOMAIN_ID={domain}: is Phil running? Start it '
+        f'with `make run` (or `ros2 launch phil_bringup robot.launch.py sim:=true`), and use '
+        f'the same ROS_DOMAIN_ID here.'
+    )
 
 
 class PhilClient:
@@ -50,7 +53,7 @@ class PhilClient:
             self._previous_handler = signal.signal(signal.SIGINT, self._on_interrupt)
 
     def _on_interrupt(self, signum: int, frame: object) -> None:
-        self._interrupted = True   # a plain store: safe wherever the main thread is
+        self._interrupted = True  # a plain store: safe wherever the main thread is
 
     def __enter__(self) -> PhilClient:
         return self
@@ -65,8 +68,9 @@ class PhilClient:
         self.node.destroy_node()
         rclpy.try_shutdown(context=self._context)
 
-    def spin_until(self, done: Callable[[], bool], timeout_s: float | None,
-                   interruptible: bool = True) -> bool:
+    def spin_until(
+        self, done: Callable[[], bool], timeout_s: float | None, interruptible: bool = True
+    ) -> bool:
         """Spin until ``done()`` (True) or ``timeout_s`` (False).
 
         Raises:
@@ -91,8 +95,13 @@ class PhilClient:
             raise TimeoutError(f'{name} did not answer within {timeout_s:.0f} s')
         return future.result()
 
-    def run_action(self, action_type: Any, name: str, goal: Any,
-                   on_feedback: Callable[[Any], None] | None = None) -> tuple[bool, Any]:
+    def run_action(
+        self,
+        action_type: Any,
+        name: str,
+        goal: Any,
+        on_feedback: Callable[[Any], None] | None = None,
+    ) -> tuple[bool, Any]:
         """Send a goal and wait for its result. Returns (accepted, result-or-None).
         Ctrl-C cancels the goal before re-raising."""
         client = ActionClient(self.node, action_type, name)
@@ -118,8 +127,7 @@ class PhilClient:
     def latest(self, message_type: Any, topic: str, timeout_s: float = 5.0) -> Any:
         """The latched (or next) message on ``topic``."""
         received: list[Any] = []
-        subscription = self.node.create_subscription(message_type, topic, received.append,
-                                                     LATCHED)
+        subscription = self.node.create_subscription(message_type, topic, received.append, LATCHED)
         try:
             if not self.spin_until(lambda: bool(received), timeout_s):
                 raise GraphNotRunningError(not_running_message(f'topic {topic}'))

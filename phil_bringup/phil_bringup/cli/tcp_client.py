@@ -8,8 +8,13 @@ DEFAULT_HOST = '127.0.0.1'
 DEFAULT_PORT = 1951
 
 
-def send_lines(lines: list[str], host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
-               acknowledged: bool = True, timeout_s: float = 5.0) -> list[str]:
+def send_lines(
+    lines: list[str],
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    acknowledged: bool = True,
+    timeout_s: float = 5.0,
+) -> list[str]:
     """Send each line; return the replies. Acknowledged mode answers every line with one
     line (`OK|..`, `ERR|..`, or the STATUS line of a GET_STATUS); upstream mode answers only
     GET_STATUS.

@@ -33,9 +33,11 @@ def enclave_of(node_name: str) -> str:
 
 
 def network_warning(domain_id: str) -> str:
-    return (f'WARNING: DDS on every network interface: anyone who reaches this machine can '
-            f'join the ROS graph (ROS_DOMAIN_ID={domain_id}) and command the robot. Secure it '
-            f'with SROS2 ({SECURITY_SECTION}).')
+    return (
+        f'WARNING: DDS on every network interface: anyone who reaches this machine can '
+        f'join the ROS graph (ROS_DOMAIN_ID={domain_id}) and command the robot. Secure it '
+        f'with SROS2 ({SECURITY_SECTION}).'
+    )
 
 
 @dataclass
@@ -62,8 +64,9 @@ def profile_variable(distro: str) -> str | None:
     makes Humble's rmw_fastrtps set up the same transports (shared memory, UDP on 127.0.0.1)."""
     if distro == 'humble':
         return None
-    return 'FASTRTPS_DEFAULT_PROFILES_FILE' if distro == 'jazzy' else \
-        'FASTDDS_DEFAULT_PROFILES_FILE'
+    return (
+        'FASTRTPS_DEFAULT_PROFILES_FILE' if distro == 'jazzy' else 'FASTDDS_DEFAULT_PROFILES_FILE'
+    )
 
 
 def is_loopback_profile(path: str) -> bool:
@@ -96,8 +99,10 @@ def dds_scope(environ: Mapping[str, str], profile_path: str, network: bool) -> D
     if users:
         # The user's own profile decides the transports; the discovery range stays as before.
         scope.changes[RANGE_VARIABLE] = discovery_range or 'LOCALHOST'
-        scope.summary = (f'DDS as the profile in {users[0]}={environ[users[0]]} configures it '
-                         f'(not the loopback-only default)')
+        scope.summary = (
+            f'DDS as the profile in {users[0]}={environ[users[0]]} configures it '
+            f'(not the loopback-only default)'
+        )
         return scope
     variable = profile_variable(distro)
     scope.changes = dict.fromkeys(ours)  # read by the distro's Fast DDS or not at all

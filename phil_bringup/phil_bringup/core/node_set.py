@@ -46,8 +46,7 @@ class NodeSpec:
     watches: str = ''
 
     def parameter_file_for(self, sim: bool) -> str:
-        return self.sim_parameter_file if sim and self.sim_parameter_file else \
-            self.parameter_file
+        return self.sim_parameter_file if sim and self.sim_parameter_file else self.parameter_file
 
 
 #: Scheduling of the processes a command crosses (TCP bridge -> planner -> trajectory generator
@@ -79,27 +78,73 @@ ESTOP_PATH_RT_PRIORITY = 25
 NODE_SET: tuple[NodeSpec, ...] = (
     # Real devices never wait for a busy host: the simulator runs ahead of the command path
     # (below the TCP bridge and the bus loop).
-    NodeSpec('phil_hardware', 'device_simulator', 'device_simulator', sim_only=True,
-             ros_node=False, niceness=-10, rt_priority=SIMULATOR_RT_PRIORITY),
-    NodeSpec('phil_description', 'description_publisher', 'description_publisher',
-             parameter_file='description.yaml'),
-    NodeSpec('phil_hardware', 'hardware', 'hardware', parameter_file='hardware.yaml',
-             sim_parameter_file='hardware_sim.yaml', niceness=COMMAND_PATH_NICENESS,
-             rt_priority=COMMAND_PATH_RT_PRIORITY, motion_path=True, watches='motion_path'),
-    NodeSpec('phil_control', 'trajectory_generator', 'trajectory_generator',
-             parameter_file='trajectory_generator.yaml', niceness=COMMAND_PATH_NICENESS,
-             rt_priority=COMMAND_PATH_RT_PRIORITY, motion_path=True),
+    NodeSpec(
+        'phil_hardware',
+        'device_simulator',
+        'device_simulator',
+        sim_only=True,
+        ros_node=False,
+        niceness=-10,
+        rt_priority=SIMULATOR_RT_PRIORITY,
+    ),
+    NodeSpec(
+        'phil_description',
+        'description_publisher',
+        'description_publisher',
+        parameter_file='description.yaml',
+    ),
+    NodeSpec(
+        'phil_hardware',
+        'hardware',
+        'hardware',
+        parameter_file='hardware.yaml',
+        sim_parameter_file='hardware_sim.yaml',
+        niceness=COMMAND_PATH_NICENESS,
+        rt_priority=COMMAND_PATH_RT_PRIORITY,
+        motion_path=True,
+        watches='motion_path',
+    ),
+    NodeSpec(
+        'phil_control',
+        'trajectory_generator',
+        'trajectory_generator',
+        parameter_file='trajectory_generator.yaml',
+        niceness=COMMAND_PATH_NICENESS,
+        rt_priority=COMMAND_PATH_RT_PRIORITY,
+        motion_path=True,
+    ),
     # On the motion path too: a burst of commands must not starve the windows it generates a
     # bar ahead, nor its heartbeat (a 1000-line flood at time-sharing priority kept it silent
     # past the liveness timeout: a FAULT).
-    NodeSpec('phil_control', 'score_player', 'score_player', parameter_file='score_player.yaml',
-             sim_parameter_file='score_player_sim.yaml', niceness=COMMAND_PATH_NICENESS,
-             rt_priority=COMMAND_PATH_RT_PRIORITY, motion_path=True, watches='motion_path'),
-    NodeSpec('phil_control', 'behavior_planner', 'behavior_planner',
-             parameter_file='behavior_planner.yaml', niceness=COMMAND_PATH_NICENESS,
-             rt_priority=COMMAND_PATH_RT_PRIORITY, motion_path=True, watches='graph'),
-    NodeSpec('phil_control', 'tcp_bridge', 'tcp_bridge', parameter_file='tcp_bridge.yaml',
-             niceness=COMMAND_PATH_NICENESS, rt_priority=ESTOP_PATH_RT_PRIORITY),
+    NodeSpec(
+        'phil_control',
+        'score_player',
+        'score_player',
+        parameter_file='score_player.yaml',
+        sim_parameter_file='score_player_sim.yaml',
+        niceness=COMMAND_PATH_NICENESS,
+        rt_priority=COMMAND_PATH_RT_PRIORITY,
+        motion_path=True,
+        watches='motion_path',
+    ),
+    NodeSpec(
+        'phil_control',
+        'behavior_planner',
+        'behavior_planner',
+        parameter_file='behavior_planner.yaml',
+        niceness=COMMAND_PATH_NICENESS,
+        rt_priority=COMMAND_PATH_RT_PRIORITY,
+        motion_path=True,
+        watches='graph',
+    ),
+    NodeSpec(
+        'phil_control',
+        'tcp_bridge',
+        'tcp_bridge',
+        parameter_file='tcp_bridge.yaml',
+        niceness=COMMAND_PATH_NICENESS,
+        rt_priority=ESTOP_PATH_RT_PRIORITY,
+    ),
 )
 
 
@@ -112,10 +157,14 @@ def sched_prefix(spec: NodeSpec) -> list[str]:
     if not spec.rt_priority:
         return nice
     priority = spec.rt_priority
-    refused = (f'phil: SCHED_RR priority {priority} refused; running time-sharing at niceness '
-               f'{spec.niceness}')
-    script = (f'chrt -r {priority} true 2>/dev/null && exec chrt -r {priority} "$@"; '
-              f'echo {shlex.quote(refused)} >&2; exec {shlex.join(nice)} "$@"')
+    refused = (
+        f'phil: SCHED_RR priority {priority} refused; running time-sharing at niceness '
+        f'{spec.niceness}'
+    )
+    script = (
+        f'chrt -r {priority} true 2>/dev/null && exec chrt -r {priority} "$@"; '
+        f'echo {shlex.quote(refused)} >&2; exec {shlex.join(nice)} "$@"'
+    )
     return ['sh', '-c', script, spec.name]
 
 
@@ -124,8 +173,9 @@ def nodes_for(sim: bool) -> list[NodeSpec]:
     return [node for node in NODE_SET if sim or not node.sim_only]
 
 
-def watched_nodes(spec: NodeSpec, specs: list[NodeSpec] | tuple[NodeSpec, ...] = NODE_SET
-                  ) -> list[str]:
+def watched_nodes(
+    spec: NodeSpec, specs: list[NodeSpec] | tuple[NodeSpec, ...] = NODE_SET
+) -> list[str]:
     """The ``watched_nodes`` parameter of ``spec`` (see ``NodeSpec.watches``)."""
     others = [other for other in specs if other.ros_node and other.name != spec.name]
     if spec.watches == 'motion_path':

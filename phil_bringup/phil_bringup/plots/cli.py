@@ -28,15 +28,26 @@ def say(text: str, stream=None) -> None:
 def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """The command's arguments (shared with ``phil plot``)."""
     parser.add_argument('run', type=Path, help='run folder (the log_dir of a run)')
-    parser.add_argument('--out', type=Path, default=None, metavar='DIR',
-                        help='where the figures go (default: RUN/plots)')
-    parser.add_argument('--window-ms', type=float, default=DEFAULT_WINDOW_S * 1e3, metavar='MS',
-                        help='hit/impact matching window (default %(default)g ms)')
+    parser.add_argument(
+        '--out',
+        type=Path,
+        default=None,
+        metavar='DIR',
+        help='where the figures go (default: RUN/plots)',
+    )
+    parser.add_argument(
+        '--window-ms',
+        type=float,
+        default=DEFAULT_WINDOW_S * 1e3,
+        metavar='MS',
+        help='hit/impact matching window (default %(default)g ms)',
+    )
     return parser
 
 
-def plot_run(run_dir: Path, out: Path | None = None,
-             window_ms: float = DEFAULT_WINDOW_S * 1e3) -> int:
+def plot_run(
+    run_dir: Path, out: Path | None = None, window_ms: float = DEFAULT_WINDOW_S * 1e3
+) -> int:
     """Render a run folder; prints the report. Returns the exit status."""
     import matplotlib
 
@@ -73,7 +84,10 @@ def plot_run(run_dir: Path, out: Path | None = None,
 
 def main(argv: list[str] | None = None) -> int:
     """Console entry point."""
-    parser = add_arguments(argparse.ArgumentParser(
-        prog='python -m phil_bringup.plots', description=__doc__.split('\n\n')[0]))
+    parser = add_arguments(
+        argparse.ArgumentParser(
+            prog='python -m phil_bringup.plots', description=__doc__.split('\n\n')[0]
+        )
+    )
     args = parser.parse_args(argv)
     return plot_run(args.run, args.out, args.window_ms)

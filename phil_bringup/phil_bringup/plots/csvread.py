@@ -28,13 +28,19 @@ def read_text(path: Path) -> str:
     try:
         return path.read_text(encoding='utf-8')
     except UnicodeDecodeError as error:
-        raise RunLogError(path, None, f'not UTF-8 text ({error.reason} at byte '
-                                      f'{error.start})') from None
+        raise RunLogError(
+            path, None, f'not UTF-8 text ({error.reason} at byte {error.start})'
+        ) from None
 
 
-def read_csv(path: Path, numeric: Sequence[str], text: Sequence[str] = (),
-             blank_as_nan: bool = False, optional: Sequence[str] = (),
-             warnings: list[str] | None = None) -> dict[str, np.ndarray | tuple[str, ...]]:
+def read_csv(
+    path: Path,
+    numeric: Sequence[str],
+    text: Sequence[str] = (),
+    blank_as_nan: bool = False,
+    optional: Sequence[str] = (),
+    warnings: list[str] | None = None,
+) -> dict[str, np.ndarray | tuple[str, ...]]:
     """Read a CSV file with a header into columns.
 
     Args:
@@ -79,8 +85,9 @@ def read_csv(path: Path, numeric: Sequence[str], text: Sequence[str] = (),
         return columns
     absent = [name for name in (*numeric, *text) if name not in header and name not in optional]
     if absent:
-        raise RunLogError(path, 1, f'header lacks column(s) {", ".join(absent)} '
-                                   f'(header: {",".join(header)})')
+        raise RunLogError(
+            path, 1, f'header lacks column(s) {", ".join(absent)} (header: {",".join(header)})'
+        )
     width = len(header)
     positions = [(name, header.index(name)) for name in numeric if name in header]
 

@@ -192,8 +192,11 @@ class RunLog:
     @property
     def start_s(self) -> float:
         """Earliest robot-clock time of the run (0 when nothing is timed)."""
-        firsts = [float(np.nanmin(log.t)) for log in (self.motors, self.trajectory, self.ticks)
-                  if log is not None and len(log)]
+        firsts = [
+            float(np.nanmin(log.t))
+            for log in (self.motors, self.trajectory, self.ticks)
+            if log is not None and len(log)
+        ]
         if self.hits is not None and len(self.hits):
             firsts.append(float(np.nanmin(self.hits.command_time_s)))
         firsts = [t for t in firsts if math.isfinite(t)]
@@ -202,25 +205,45 @@ class RunLog:
 
 def load_motors(path: Path, warnings: list[str] | None = None) -> MotorLog:
     """``motors.csv`` (``MotorCsvLog``)."""
-    names = ('t', 'id', 'mode', 'desired', 'actual', 'err', 'current_or_torque',
-             'desired_velocity')
-    columns = read_csv(path, names, optional=('mode', 'err', 'current_or_torque',
-                                              'desired_velocity'), warnings=warnings)
+    names = (
+        't',
+        'id',
+        'mode',
+        'desired',
+        'actual',
+        'err',
+        'current_or_torque',
+        'desired_velocity',
+    )
+    columns = read_csv(
+        path,
+        names,
+        optional=('mode', 'err', 'current_or_torque', 'desired_velocity'),
+        warnings=warnings,
+    )
     ids = columns['id']
     bad = np.flatnonzero(~np.isfinite(ids) | (ids != np.round(ids)) | (ids < 0))
     if bad.size:
-        raise RunLogError(path, int(columns['_line'][bad[0]]),
-                          f'column id: {ids[bad[0]]:g} is not a joint index')
-    return MotorLog(**{name: columns[name] for name in names[:1]}, id=ids.astype(int),
-                    **{name: columns[name] for name in names[2:]})
+        raise RunLogError(
+            path, int(columns['_line'][bad[0]]), f'column id: {ids[bad[0]]:g} is not a joint index'
+        )
+    return MotorLog(
+        **{name: columns[name] for name in names[:1]},
+        id=ids.astype(int),
+        **{name: columns[name] for name in names[2:]},
+    )
 
 
 def load_ticks(path: Path, warnings: list[str] | None = None) -> TickWindows:
     """``ticks.csv`` (``TickCsvLog``)."""
-    c = read_csv(path, ('t', 'tick_p50_s', 'tick_p99_s', 'tick_max_s', 'overruns',
-                        'missed_ticks'), warnings=warnings)
-    return TickWindows(c['t'], c['tick_p50_s'], c['tick_p99_s'], c['tick_max_s'],
-                       c['overruns'], c['missed_ticks'])
+    c = read_csv(
+        path,
+        ('t', 'tick_p50_s', 'tick_p99_s', 'tick_max_s', 'overruns', 'missed_ticks'),
+        warnings=warnings,
+    )
+    return TickWindows(
+        c['t'], c['tick_p50_s'], c['tick_p99_s'], c['tick_max_s'], c['overruns'], c['missed_ticks']
+    )
 
 
 def load_ticks_trace(path: Path, warnings: list[str] | None = None) -> TickTrace:
@@ -229,8 +252,9 @@ def load_ticks_trace(path: Path, warnings: list[str] | None = None) -> TickTrace
     return TickTrace(c['lateness_s'], c['t'])
 
 
-def write_ticks_trace(path: Path, lateness_s: Sequence[float],
-                      times_s: Sequence[float] | None = None) -> Path:
+def write_ticks_trace(
+    path: Path, lateness_s: Sequence[float], times_s: Sequence[float] | None = None
+) -> Path:
     """Write ``ticks_trace.csv`` (e.g. ``BusLoopClient.trace()`` at the end of a run)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open('w', newline='', encoding='utf-8') as file:
@@ -240,20 +264,25 @@ def write_ticks_trace(path: Path, lateness_s: Sequence[float],
             writer.writerows([f'{value:.9f}'] for value in lateness_s)
         else:
             writer.writerow(['t', 'lateness_s'])
-            writer.writerows([f'{t:.6f}', f'{value:.9f}']
-                             for t, value in zip(times_s, lateness_s, strict=True))
+            writer.writerows(
+                [f'{t:.6f}', f'{value:.9f}'] for t, value in zip(times_s, lateness_s, strict=True)
+            )
     return path
 
 
-def load_trajectory(path: Path, joint_count: int,
-                    warnings: list[str] | None = None) -> TrajectoryLog:
+def load_trajectory(
+    path: Path, joint_count: int, warnings: list[str] | None = None
+) -> TrajectoryLog:
     """``trajectory.csv`` (``phil_control.trajectory_log``); blank cells are NaN."""
     header = csv_header(path)
     joints = [name for name in header if name.startswith('joint ')]
     expected = [f'joint {i}' for i in range(len(joints))]
     if joints != expected:
-        raise RunLogError(path, 1, f'joint columns must be {", ".join(expected[:2])}, ..., '
-                                   f'got {", ".join(joints)}')
+        raise RunLogError(
+            path,
+            1,
+            f'joint columns must be {", ".join(expected[:2])}, ..., got {", ".join(joints)}',
+        )
     c = read_csv(path, ('t', *joints), blank_as_nan=True, warnings=warnings)
     positions = np.full((len(c['t']), max(joint_count, len(joints))), math.nan)
     for index, name in enumerate(joints):
@@ -263,11 +292,22 @@ def load_trajectory(path: Path, joint_count: int,
 
 def load_hits(path: Path, warnings: list[str] | None = None) -> HitLog:
     """``hits.csv`` (``phil_control.play_conversions.HitLog``)."""
-    c = read_csv(path, ('t', 'bar', 'velocity', 'score_time_s', 'command_time_s'),
-                 ('play_id', 'instrument', 'hand'), warnings=warnings)
-    return HitLog(c['t'], c['play_id'], c['bar'], tuple(i.strip() for i in c['instrument']),
-                  tuple(h.strip() for h in c['hand']), c['velocity'], c['score_time_s'],
-                  c['command_time_s'])
+    c = read_csv(
+        path,
+        ('t', 'bar', 'velocity', 'score_time_s', 'command_time_s'),
+        ('play_id', 'instrument', 'hand'),
+        warnings=warnings,
+    )
+    return HitLog(
+        c['t'],
+        c['play_id'],
+        c['bar'],
+        tuple(i.strip() for i in c['instrument']),
+        tuple(h.strip() for h in c['hand']),
+        c['velocity'],
+        c['score_time_s'],
+        c['command_time_s'],
+    )
 
 
 def load_impacts(path: Path, warnings: list[str] | None = None) -> ImpactLog:
@@ -286,8 +326,11 @@ def load_impacts(path: Path, warnings: list[str] | None = None) -> ImpactLog:
             instrument, time_s = record.get('instrument'), record.get('time_s')
             if not isinstance(instrument, str) or not instrument:
                 raise ValueError('"instrument" must be a non-empty string')
-            if (isinstance(time_s, bool) or not isinstance(time_s, (int, float))
-                    or not math.isfinite(time_s)):
+            if (
+                isinstance(time_s, bool)
+                or not isinstance(time_s, (int, float))
+                or not math.isfinite(time_s)
+            ):
                 raise ValueError(f'"time_s" must be a finite number, got {time_s!r}')
             speed = record.get('speed', math.nan)
             speed = float(speed) if isinstance(speed, (int, float)) else math.nan
@@ -301,14 +344,17 @@ def load_impacts(path: Path, warnings: list[str] | None = None) -> ImpactLog:
         instruments.append(instrument)
         limbs.append(str(record.get('limb', '')))
         speeds.append(speed)
-    return ImpactLog(np.array(times, dtype=float), tuple(instruments), tuple(limbs),
-                     np.array(speeds, dtype=float))
+    return ImpactLog(
+        np.array(times, dtype=float),
+        tuple(instruments),
+        tuple(limbs),
+        np.array(speeds, dtype=float),
+    )
 
 
 def load_commands(path: Path, warnings: list[str] | None = None) -> CommandLog:
     """``commands.csv`` (tcp_bridge ``CommandCsvLog``)."""
-    c = read_csv(path, ('t',), ('client', 'opcode', 'result', 'line', 'reason'),
-                 warnings=warnings)
+    c = read_csv(path, ('t',), ('client', 'opcode', 'result', 'line', 'reason'), warnings=warnings)
     return CommandLog(c['t'], c['client'], c['opcode'], c['result'], c['line'], c['reason'])
 
 
@@ -331,13 +377,18 @@ def default_joint_names(folder: Path) -> tuple[str, ...]:
             return tuple(default_robot_model().joint_names)
         except (DescriptionError, ImportError, OSError) as error:
             reason = f'the robot model did not load ({error})'
-    raise RunLogError(folder, None, f'no joint names: {reason}; the logs name joints by index '
-                                    f'only (motors.csv id, trajectory.csv "joint i"), pass '
-                                    f'joint_names to load_run') from None
+    raise RunLogError(
+        folder,
+        None,
+        f'no joint names: {reason}; the logs name joints by index '
+        f'only (motors.csv id, trajectory.csv "joint i"), pass '
+        f'joint_names to load_run',
+    ) from None
 
 
-def load_run(folder: Path | str, strict: bool = True,
-             joint_names: Sequence[str] | None = None) -> RunLog:
+def load_run(
+    folder: Path | str, strict: bool = True, joint_names: Sequence[str] | None = None
+) -> RunLog:
     """Load every log of a run folder.
 
     Args:
@@ -357,9 +408,13 @@ def load_run(folder: Path | str, strict: bool = True,
     names = tuple(joint_names) if joint_names is not None else default_joint_names(folder)
     run = RunLog(folder, names)
     loaders = {
-        'motors': load_motors, 'ticks': load_ticks, 'ticks_trace': load_ticks_trace,
+        'motors': load_motors,
+        'ticks': load_ticks,
+        'ticks_trace': load_ticks_trace,
         'trajectory': lambda path, warnings: load_trajectory(path, len(names), warnings),
-        'hits': load_hits, 'impacts': load_impacts, 'commands': load_commands,
+        'hits': load_hits,
+        'impacts': load_impacts,
+        'commands': load_commands,
     }
     for name, loader in loaders.items():
         path = folder / FILES[name]
@@ -385,10 +440,16 @@ def clock_warnings(run: RunLog) -> list[str]:
         'hits.csv': run.hits.command_time_s if run.hits is not None else None,
         'impacts.jsonl': run.impacts.time_s if run.impacts is not None else None,
     }
-    epoch = {name: bool(np.nanmedian(t) > EPOCH_THRESHOLD_S) for name, t in times.items()
-             if t is not None and len(t) and np.isfinite(t).any()}
+    epoch = {
+        name: bool(np.nanmedian(t) > EPOCH_THRESHOLD_S)
+        for name, t in times.items()
+        if t is not None and len(t) and np.isfinite(t).any()
+    }
     if all(epoch.values()) or not any(epoch.values()):
         return []
-    return [f'{name}: times look like wall-clock seconds, the other logs are on the robot '
-            f'(monotonic) clock; they will not line up (a node with stamp_clock: ros?)'
-            for name, wall in epoch.items() if wall]
+    return [
+        f'{name}: times look like wall-clock seconds, the other logs are on the robot '
+        f'(monotonic) clock; they will not line up (a node with stamp_clock: ros?)'
+        for name, wall in epoch.items()
+        if wall
+    ]

@@ -26,8 +26,9 @@ from phil_control.core.play.timing import TimingStats, timing_stats
 DEFAULT_MARGIN_S = 1.0
 
 
-def match_nearest(commanded_s: ArrayLike, detected_s: ArrayLike,
-                  window_s: float = DEFAULT_WINDOW_S) -> list[tuple[int, int]]:
+def match_nearest(
+    commanded_s: ArrayLike, detected_s: ArrayLike, window_s: float = DEFAULT_WINDOW_S
+) -> list[tuple[int, int]]:
     """Pair commanded with detected times (one instrument).
 
     In commanded-time order, each commanded time takes the nearest unused detected time with
@@ -96,12 +97,16 @@ class InstrumentTiming:
 
     def as_dict(self) -> dict:
         """JSON-ready (NaN as null)."""
+
         def number(value: float) -> float | None:
             return float(value) if math.isfinite(value) else None
 
         return {
-            'commanded': self.commanded, 'detected': self.detected, 'matched': self.matched,
-            'missed': self.missed, 'extra': self.extra,
+            'commanded': self.commanded,
+            'detected': self.detected,
+            'matched': self.matched,
+            'missed': self.missed,
+            'extra': self.extra,
             'mean_error_s': number(self.stats.mean_error_s),
             'p99_abs_error_s': number(self.stats.p99_abs_error_s),
             'max_abs_error_s': number(self.stats.max_abs_error_s),
@@ -121,7 +126,7 @@ class TimingReport:
         """The content of ``timing.json``."""
         return {
             'definition': 'error = detected impact time - commanded hit time; matched per '
-                          'instrument, nearest within the window',
+            'instrument, nearest within the window',
             'window_s': self.window_s,
             'instruments': {i.instrument: i.as_dict() for i in self.instruments},
             'all': self.total.as_dict(),
@@ -133,14 +138,22 @@ class TimingReport:
 
         def converted(item: dict) -> dict:
             result = {key: value for key, value in item.items() if not key.endswith('_s')}
-            result.update({key[:-2] + '_ms': None if value is None else round(value * 1e3, digits)
-                           for key, value in item.items() if key.endswith('_s')})
-            result['detected_share'] = (round(item['matched'] / item['commanded'], 3)
-                                        if item['commanded'] else None)
+            result.update(
+                {
+                    key[:-2] + '_ms': None if value is None else round(value * 1e3, digits)
+                    for key, value in item.items()
+                    if key.endswith('_s')
+                }
+            )
+            result['detected_share'] = (
+                round(item['matched'] / item['commanded'], 3) if item['commanded'] else None
+            )
             return result
 
-        return {'all': converted(self.total.as_dict()),
-                'instruments': {i.instrument: converted(i.as_dict()) for i in self.instruments}}
+        return {
+            'all': converted(self.total.as_dict()),
+            'instruments': {i.instrument: converted(i.as_dict()) for i in self.instruments},
+        }
 
 
 def _instrument_order(names: set[str]) -> list[str]:
@@ -151,20 +164,33 @@ def _instrument_order(names: set[str]) -> list[str]:
     return sorted(names, key=lambda name: (HIT_INSTRUMENT_IDS.get(name, 1000), name))
 
 
-def _timing(name: str, commanded: int, detected: int, commanded_s: np.ndarray,
-            errors_s: np.ndarray) -> InstrumentTiming:
+def _timing(
+    name: str, commanded: int, detected: int, commanded_s: np.ndarray, errors_s: np.ndarray
+) -> InstrumentTiming:
     order = np.argsort(commanded_s, kind='stable')
     commanded_s, errors_s = commanded_s[order], errors_s[order]
     matched = len(errors_s)
-    return InstrumentTiming(name, commanded, detected, matched, commanded - matched,
-                            detected - matched, commanded_s, errors_s,
-                            timing_stats(errors_s, commanded_s))
+    return InstrumentTiming(
+        name,
+        commanded,
+        detected,
+        matched,
+        commanded - matched,
+        detected - matched,
+        commanded_s,
+        errors_s,
+        timing_stats(errors_s, commanded_s),
+    )
 
 
-def hit_timing(hit_instruments: Sequence[str], hit_times_s: ArrayLike,
-               impact_instruments: Sequence[str], impact_times_s: ArrayLike,
-               window_s: float = DEFAULT_WINDOW_S,
-               margin_s: float = DEFAULT_MARGIN_S) -> TimingReport:
+def hit_timing(
+    hit_instruments: Sequence[str],
+    hit_times_s: ArrayLike,
+    impact_instruments: Sequence[str],
+    impact_times_s: ArrayLike,
+    window_s: float = DEFAULT_WINDOW_S,
+    margin_s: float = DEFAULT_MARGIN_S,
+) -> TimingReport:
     """Match impacts to commanded hits per instrument and summarise the errors.
 
     Args:
@@ -183,8 +209,9 @@ def hit_timing(hit_instruments: Sequence[str], hit_times_s: ArrayLike,
     if len(hit_instruments) != len(hit_times) or len(impact_instruments) != len(impact_times):
         raise ValueError('instrument and time sequences must have the same lengths')
     if len(hit_times):
-        inside = ((impact_times >= hit_times.min() - margin_s)
-                  & (impact_times <= hit_times.max() + margin_s))
+        inside = (impact_times >= hit_times.min() - margin_s) & (
+            impact_times <= hit_times.max() + margin_s
+        )
     else:
         inside = np.zeros(len(impact_times), dtype=bool)
     hit_names = np.asarray(hit_instruments, dtype=object)
@@ -200,31 +227,44 @@ def hit_timing(hit_instruments: Sequence[str], hit_times_s: ArrayLike,
         per_instrument.append(_timing(name, len(hits), len(impacts), commanded_s, errors_s))
         all_commanded.append(commanded_s)
         all_errors.append(errors_s)
-    total = _timing('all', len(hit_times), int(inside.sum()),
-                    np.concatenate(all_commanded) if all_commanded else np.empty(0),
-                    np.concatenate(all_errors) if all_errors else np.empty(0))
+    total = _timing(
+        'all',
+        len(hit_times),
+        int(inside.sum()),
+        np.concatenate(all_commanded) if all_commanded else np.empty(0),
+        np.concatenate(all_errors) if all_errors else np.empty(0),
+    )
     return TimingReport(window_s, tuple(per_instrument), total)
 
 
 def format_timing(report: TimingReport) -> str:
     """The text of ``timing.txt``: one line per instrument and a total line, in ms."""
+
     def ms(value: float, signed: bool = False) -> str:
         if not math.isfinite(value):
             return '-'
         return f'{value * 1e3:+.2f}' if signed else f'{value * 1e3:.2f}'
 
-    header = (f'{"instrument":<14}{"cmd":>5}{"det":>5}{"match":>6}{"miss":>5}{"extra":>6}'
-              f'{"mean ms":>9}{"p99 ms":>8}{"max ms":>8}{"drift ms":>10}')
-    lines = [f'hit timing: detected impact - commanded hit, matched within '
-             f'{report.window_s * 1e3:g} ms', header, '-' * len(header)]
+    header = (
+        f'{"instrument":<14}{"cmd":>5}{"det":>5}{"match":>6}{"miss":>5}{"extra":>6}'
+        f'{"mean ms":>9}{"p99 ms":>8}{"max ms":>8}{"drift ms":>10}'
+    )
+    lines = [
+        f'hit timing: detected impact - commanded hit, matched within '
+        f'{report.window_s * 1e3:g} ms',
+        header,
+        '-' * len(header),
+    ]
     for timing in (*report.instruments, report.total):
         if timing is report.total:
             lines.append('-' * len(header))
         s = timing.stats
-        lines.append(f'{timing.instrument:<14}{timing.commanded:>5}{timing.detected:>5}'
-                     f'{timing.matched:>6}{timing.missed:>5}{timing.extra:>6}'
-                     f'{ms(s.mean_error_s, True):>9}{ms(s.p99_abs_error_s):>8}'
-                     f'{ms(s.max_abs_error_s):>8}{ms(s.drift_s, True):>10}')
+        lines.append(
+            f'{timing.instrument:<14}{timing.commanded:>5}{timing.detected:>5}'
+            f'{timing.matched:>6}{timing.missed:>5}{timing.extra:>6}'
+            f'{ms(s.mean_error_s, True):>9}{ms(s.p99_abs_error_s):>8}'
+            f'{ms(s.max_abs_error_s):>8}{ms(s.drift_s, True):>10}'
+        )
     return '\n'.join(lines) + '\n'
 
 
@@ -243,5 +283,9 @@ def lateness_summary(lateness_s: ArrayLike) -> dict[str, float]:
     values = values[np.isfinite(values)]
     if values.size == 0:
         return {'count': 0, 'p50_s': math.nan, 'p99_s': math.nan, 'max_s': math.nan}
-    return {'count': int(values.size), 'p50_s': float(np.percentile(values, 50)),
-            'p99_s': float(np.percentile(values, 99)), 'max_s': float(values.max())}
+    return {
+        'count': int(values.size),
+        'p50_s': float(np.percentile(values, 50)),
+        'p99_s': float(np.percentile(values, 99)),
+        'max_s': float(values.max()),
+    }

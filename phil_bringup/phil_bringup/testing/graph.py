@@ -57,8 +57,9 @@ class RunningGraph:
         self.channels = [f'ff11::7068:{suffix:x}:{index}' for index in range(4)]
         self.dxl_port = str(run_dir / 'ttyDXL')
         self.tcp_port = free_tcp_port()
-        self.env = dict(os.environ, ROS_DOMAIN_ID=str(random.randint(1, 100)),
-                        PYTHONUNBUFFERED='1')
+        self.env = dict(
+            os.environ, ROS_DOMAIN_ID=str(random.randint(1, 100)), PYTHONUNBUFFERED='1'
+        )
         self.output: list[str] = []
         self.process: subprocess.Popen | None = None
         self.brain: BrainConnection | None = None
@@ -102,11 +103,27 @@ class RunningGraph:
     def launch(self) -> RunningGraph:
         """Start the launcher; returns at once."""
         self.process = subprocess.Popen(
-            [sys.executable, '-m', 'phil_bringup.launcher', '--log-dir', str(self.log_dir),
-             '--tcp-port', str(self.tcp_port), '--sim-channel-base', self.channel_base,
-             '--sim-dxl-port', self.dxl_port, *self.launcher_args],
-            env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-            start_new_session=True, preexec_fn=_like_a_background_job)
+            [
+                sys.executable,
+                '-m',
+                'phil_bringup.launcher',
+                '--log-dir',
+                str(self.log_dir),
+                '--tcp-port',
+                str(self.tcp_port),
+                '--sim-channel-base',
+                self.channel_base,
+                '--sim-dxl-port',
+                self.dxl_port,
+                *self.launcher_args,
+            ],
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+            preexec_fn=_like_a_background_job,
+        )
         threading.Thread(target=self._collect, daemon=True).start()
         return self
 
@@ -219,20 +236,25 @@ class FrameCapture:
     capture to those bus indices (default all).
     """
 
-    def __init__(self, channels: list[str], send_times: bool = False,
-                 buses: list[int] | None = None) -> None:
+    def __init__(
+        self, channels: list[str], send_times: bool = False, buses: list[int] | None = None
+    ) -> None:
         from phil_hardware.core.transport.can_bus import CanTransport
         from phil_hardware.sim.multicast import open_can_bus
 
         self.frames: list[tuple[float, int, bytes, bool]] = []
         self._send_times = send_times
         chosen = range(len(channels)) if buses is None else buses
-        self._buses = [CanTransport(f'can{index}', open_can_bus(f'can{index}', 'udp_multicast',
-                                                                channels[index]))
-                       for index in chosen]
+        self._buses = [
+            CanTransport(
+                f'can{index}', open_can_bus(f'can{index}', 'udp_multicast', channels[index])
+            )
+            for index in chosen
+        ]
         self._stop = threading.Event()
-        self._threads = [threading.Thread(target=self._listen, args=(bus,), daemon=True)
-                         for bus in self._buses]
+        self._threads = [
+            threading.Thread(target=self._listen, args=(bus,), daemon=True) for bus in self._buses
+        ]
         for thread in self._threads:
             thread.start()
 
@@ -249,8 +271,7 @@ class FrameCapture:
             now = time.monotonic()
             for frame, sent_s in zip(received, sent_at, strict=True):
                 stamp = sent_s if self._send_times and math.isfinite(sent_s) else now
-                self.frames.append((stamp, frame.arbitration_id, frame.data,
-                                    frame.is_extended_id))
+                self.frames.append((stamp, frame.arbitration_id, frame.data, frame.is_extended_id))
 
     def close(self) -> None:
         self._stop.set()
@@ -328,6 +349,6 @@ class BusLoopView:
         return None
 
     def close(self) -> None:
-        if self._exchange is not None:   # attached, not created: the block stays
+        if self._exchange is not None:  # attached, not created: the block stays
             self._exchange.close()
             self._exchange = None

@@ -19,7 +19,7 @@ class ReferenceClient:
     def __init__(self, port: int, gaps_s: tuple[float, float] = (0.1, 0.5)) -> None:
         self._socket = socket.create_connection(('127.0.0.1', port), timeout=30.0)
         self._gaps_s = gaps_s
-        self.states: list[str] = []   # every state GET_STATUS reported, changes only
+        self.states: list[str] = []  # every state GET_STATUS reported, changes only
 
     def send(self, line: str) -> None:
         """One command in one write; nothing is read back."""
@@ -30,13 +30,15 @@ class ReferenceClient:
         """GET_STATUS: one write, one ``recv``, split on ``|``."""
         self._socket.sendall(b'GET_STATUS\n')
         fields = self._socket.recv(4096).decode().strip().split('|')
-        if fields[0] == 'STATUS' and len(fields) > 1 and (
-                not self.states or self.states[-1] != fields[1]):
+        if (
+            fields[0] == 'STATUS'
+            and len(fields) > 1
+            and (not self.states or self.states[-1] != fields[1])
+        ):
             self.states.append(fields[1])
         return fields
 
-    def wait_status(self, condition: Callable[[list[str]], bool],
-                    timeout_s: float) -> list[str]:
+    def wait_status(self, condition: Callable[[list[str]], bool], timeout_s: float) -> list[str]:
         """Ask GET_STATUS every 0.2 s until ``condition(fields)`` holds or ``timeout_s`` passes;
         the last reply either way."""
         deadline = time.monotonic() + timeout_s
@@ -55,7 +57,7 @@ class ReferenceClient:
 
 def angles_deg(fields: Sequence[str], count: int) -> list[float]:
     """The joint angles of a GET_STATUS reply (degrees, joint order); NaN when absent."""
-    values = fields[2:2 + count]
+    values = fields[2 : 2 + count]
     if len(values) < count:
         return [math.nan] * count
     return [float(value) for value in values]

@@ -15,9 +15,19 @@ from pathlib import Path
 
 PROTOCOLS = ('tcp', 'tcp6', 'udp', 'udp6')
 # /proc/net/tcp* state codes (include/net/tcp_states.h); UDP sockets show 07 (CLOSE) unconnected.
-_TCP_STATES = {'01': 'ESTABLISHED', '02': 'SYN_SENT', '03': 'SYN_RECV', '04': 'FIN_WAIT1',
-               '05': 'FIN_WAIT2', '06': 'TIME_WAIT', '07': 'CLOSE', '08': 'CLOSE_WAIT',
-               '09': 'LAST_ACK', '0A': 'LISTEN', '0B': 'CLOSING'}
+_TCP_STATES = {
+    '01': 'ESTABLISHED',
+    '02': 'SYN_SENT',
+    '03': 'SYN_RECV',
+    '04': 'FIN_WAIT1',
+    '05': 'FIN_WAIT2',
+    '06': 'TIME_WAIT',
+    '07': 'CLOSE',
+    '08': 'CLOSE_WAIT',
+    '09': 'LAST_ACK',
+    '0A': 'LISTEN',
+    '0B': 'CLOSING',
+}
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -27,11 +37,11 @@ class BoundSocket:
     """One socket: who holds it and where it is bound."""
 
     pid: int
-    process: str      # the holder's command name (/proc/<pid>/comm)
-    protocol: str     # 'tcp', 'tcp6', 'udp' or 'udp6'
+    process: str  # the holder's command name (/proc/<pid>/comm)
+    protocol: str  # 'tcp', 'tcp6', 'udp' or 'udp6'
     address: Address  # local address
-    port: int         # local port
-    state: str        # TCP state; UDP: 'UNCONNECTED' or 'ESTABLISHED' (connect()ed)
+    port: int  # local port
+    state: str  # TCP state; UDP: 'UNCONNECTED' or 'ESTABLISHED' (connect()ed)
 
     @property
     def loopback(self) -> bool:
@@ -57,8 +67,10 @@ def decode_address(field: str) -> tuple[Address, int]:
     address_hex, _, port_hex = field.partition(':')
     if len(address_hex) not in (8, 32) or len(port_hex) != 4:
         raise ValueError(f'not a /proc/net address: {field!r}')
-    raw = b''.join(bytes.fromhex(address_hex[start:start + 8])[::-1]
-                   for start in range(0, len(address_hex), 8))
+    raw = b''.join(
+        bytes.fromhex(address_hex[start : start + 8])[::-1]
+        for start in range(0, len(address_hex), 8)
+    )
     return ipaddress.ip_address(raw), int(port_hex, 16)
 
 
@@ -109,14 +121,17 @@ def socket_inodes(pid: int, proc: Path = Path('/proc')) -> set[int]:
         except OSError:
             continue
         if target.startswith('socket:['):
-            inodes.add(int(target[len('socket:['):-1]))
+            inodes.add(int(target[len('socket:[') : -1]))
     return inodes
 
 
 def sockets_of(pids: Iterable[int], proc: Path = Path('/proc')) -> list[BoundSocket]:
     """Every TCP and UDP socket (IPv4 and IPv6) the processes ``pids`` hold."""
-    tables = {protocol: parse_table(protocol, (proc / 'net' / protocol).read_text())
-              for protocol in PROTOCOLS if (proc / 'net' / protocol).exists()}
+    tables = {
+        protocol: parse_table(protocol, (proc / 'net' / protocol).read_text())
+        for protocol in PROTOCOLS
+        if (proc / 'net' / protocol).exists()
+    }
     found = []
     for pid in pids:
         try:

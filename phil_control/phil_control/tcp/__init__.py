@@ -28,6 +28,14 @@ from phil_control.tcp.handler import (
 from phil_control.tcp.server import TcpServer
 
 __all__ = [
-    'DEFAULT_HOST', 'DEFAULT_IDLE_TIMEOUT_S', 'DEFAULT_PORT', 'CommandHandler', 'CommandLogEntry',
-    'HandlerReply', 'MachineCommandHandler', 'TcpServer', 'TcpServerConfig', 'wire_text',
+    'DEFAULT_HOST',
+    'DEFAULT_IDLE_TIMEOUT_S',
+    'DEFAULT_PORT',
+    'CommandHandler',
+    'CommandLogEntry',
+    'HandlerReply',
+    'MachineCommandHandler',
+    'TcpServer',
+    'TcpServerConfig',
+    'wire_text',
 ]

@@ -35,8 +35,9 @@ class CommandCsvLog:
         keep: Rotated files kept.
     """
 
-    def __init__(self, path: Path, max_bytes: int = DEFAULT_MAX_BYTES,
-                 keep: int = DEFAULT_KEEP) -> None:
+    def __init__(
+        self, path: Path, max_bytes: int = DEFAULT_MAX_BYTES, keep: int = DEFAULT_KEEP
+    ) -> None:
         self._log = CappedCsvLog(path, COMMAND_LOG_COLUMNS, max_bytes, keep)
         self.path = self._log.path
 
@@ -44,8 +45,16 @@ class CommandCsvLog:
         line, reason = entry.line, entry.reason
         if not entry.accepted:
             line, reason = clipped(line), clipped(reason)
-        self._log.writerow([f'{entry.time_s:.4f}', entry.client_id, entry.opcode,
-                            'valid' if entry.accepted else 'invalid', line, reason])
+        self._log.writerow(
+            [
+                f'{entry.time_s:.4f}',
+                entry.client_id,
+                entry.opcode,
+                'valid' if entry.accepted else 'invalid',
+                line,
+                reason,
+            ]
+        )
 
     def close(self) -> None:
         self._log.close()

@@ -54,13 +54,17 @@ class TcpServerConfig:
     max_commands_per_s: float = 20.0
 
     def __post_init__(self) -> None:
-        for label in ('max_line_bytes', 'max_output_bytes', 'max_clients', 'read_chunk_bytes',
-                      'backlog'):
+        for label in (
+            'max_line_bytes',
+            'max_output_bytes',
+            'max_clients',
+            'read_chunk_bytes',
+            'backlog',
+        ):
             if getattr(self, label) <= 0:
                 raise ValueError(f'{label} must be positive, got {getattr(self, label)}')
         if not (math.isfinite(self.idle_timeout_s) and self.idle_timeout_s >= 0.0):
-            raise ValueError(f'idle_timeout_s must be >= 0 (0 = never), got '
-                             f'{self.idle_timeout_s}')
+            raise ValueError(f'idle_timeout_s must be >= 0 (0 = never), got {self.idle_timeout_s}')
         if not 0 <= self.port <= 65535:
             raise ValueError(f'port must be in 0..65535, got {self.port}')
         for label in ('max_lines_per_s', 'max_commands_per_s'):
@@ -81,8 +85,9 @@ class TokenBucket:
         """How long until a token is there (0: now)."""
         if not self.rate_per_s:
             return 0.0
-        self._tokens = min(max(self.rate_per_s, 1.0),
-                           self._tokens + (now_s - self._at_s) * self.rate_per_s)
+        self._tokens = min(
+            max(self.rate_per_s, 1.0), self._tokens + (now_s - self._at_s) * self.rate_per_s
+        )
         self._at_s = now_s
         return 0.0 if self._tokens >= 1.0 else (1.0 - self._tokens) / self.rate_per_s
 

@@ -84,10 +84,13 @@ class MachineCommandHandler:
         lock: The lock shared with whoever feeds the machine its events; a new one by default.
     """
 
-    def __init__(self, machine: StateMachine,
-                 execute: Callable[[Decision], None] | None = None,
-                 commanded_rad: Callable[[], Sequence[float] | None] | None = None,
-                 lock: threading.Lock | threading.RLock | None = None) -> None:
+    def __init__(
+        self,
+        machine: StateMachine,
+        execute: Callable[[Decision], None] | None = None,
+        commanded_rad: Callable[[], Sequence[float] | None] | None = None,
+        lock: threading.Lock | threading.RLock | None = None,
+    ) -> None:
         self._machine = machine
         self._execute = execute
         self._commanded_rad = commanded_rad
@@ -108,6 +111,10 @@ class MachineCommandHandler:
         listed = snapshot.started or snapshot.state is not RobotState.STANDBY
         angles = self._commanded_rad() if listed and self._commanded_rad else None
         point = snapshot.resume_point
-        return format_status(snapshot.state.value, angles, snapshot.speed,
-                             None if point is None else point.play_id,
-                             0 if point is None else point.bar)
+        return format_status(
+            snapshot.state.value,
+            angles,
+            snapshot.speed,
+            None if point is None else point.play_id,
+            0 if point is None else point.bar,
+        )

@@ -81,8 +81,9 @@ _DRAIN_TIMEOUT_S = 1.0
 
 
 class _Connection:
-    def __init__(self, client_id: int, writer: asyncio.StreamWriter, max_line_bytes: int,
-                 now_s: float):
+    def __init__(
+        self, client_id: int, writer: asyncio.StreamWriter, max_line_bytes: int, now_s: float
+    ):
         self.client_id = client_id
         self.writer = writer
         self.framer = LineFramer(max_line_bytes)
@@ -91,10 +92,10 @@ class _Connection:
         self.close_reason = ''
         # Lines read but not handled yet; the next chunk is read only once this is empty.
         self.unhandled: deque[FramedLine | LineTooLong] = deque()
-        self.busy = False            # a line of it is being handled
-        self.handling: asyncio.Future | None = None   # the handler call in flight
-        self.last_active_s = now_s   # loop time it last sent something or had a line handled
-        self.lines: TokenBucket | None = None   # its max_lines_per_s
+        self.busy = False  # a line of it is being handled
+        self.handling: asyncio.Future | None = None  # the handler call in flight
+        self.last_active_s = now_s  # loop time it last sent something or had a line handled
+        self.lines: TokenBucket | None = None  # its max_lines_per_s
 
 
 class TcpServer:
@@ -110,11 +111,15 @@ class TcpServer:
         pace_clock: Monotonic time source of the input rates (tests may hold it still).
     """
 
-    def __init__(self, handler: CommandHandler, vocabulary: ProtocolVocabulary,
-                 config: TcpServerConfig | None = None,
-                 command_log: Callable[[CommandLogEntry], None] | None = None,
-                 clock: Callable[[], float] = time.time,
-                 pace_clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        handler: CommandHandler,
+        vocabulary: ProtocolVocabulary,
+        config: TcpServerConfig | None = None,
+        command_log: Callable[[CommandLogEntry], None] | None = None,
+        clock: Callable[[], float] = time.time,
+        pace_clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._handler = handler
         self._vocabulary = vocabulary
         self._config = config or TcpServerConfig()
@@ -129,7 +134,7 @@ class TcpServer:
         self._stop_event: asyncio.Event | None = None
         self._thread: threading.Thread | None = None
         self._address: tuple[str, int] | None = None
-        self._socket: socket.socket | None = None   # bound, not yet listening
+        self._socket: socket.socket | None = None  # bound, not yet listening
         self._dropped = 0
         self._pace_clock = pace_clock
         self._commands = TokenBucket(self._config.max_commands_per_s, pace_clock())
@@ -150,7 +155,8 @@ class TcpServer:
         if self._socket is None:
             config = self._config
             family, _, _, _, address = socket.getaddrinfo(
-                config.host, config.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+                config.host, config.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+            )[0]
             sock = socket.socket(family, socket.SOCK_STREAM)
             try:
                 # As socket.create_server: a restart may reuse the port of a closed server.
@@ -186,8 +192,9 @@ class TcpServer:
             raise
         ready = threading.Event()
         failure: list[BaseException] = []
-        self._thread = threading.Thread(target=self._run, args=(sock, ready, failure),
-                                        name='phil-tcp-server', daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, args=(sock, ready, failure), name='phil-tcp-server', daemon=True
+        )
         self._thread.start()
         if not ready.wait(timeout_s) or failure:
             self.stop(timeout_s)
@@ -197,14 +204,14 @@ class TcpServer:
 
     def stop(self, timeout_s: float = 5.0) -> None:
         """Close every connection and the listening socket, and join the thread (idempotent)."""
-        if self._socket is not None:   # bound, never started
+        if self._socket is not None:  # bound, never started
             self._socket.close()
             self._socket = None
         thread, loop, event = self._thread, self._loop, self._stop_event
         if thread is None:
             return
         if loop is not None and event is not None:
-            with contextlib.suppress(RuntimeError):   # the loop has already ended
+            with contextlib.suppress(RuntimeError):  # the loop has already ended
                 loop.call_soon_threadsafe(event.set)
         thread.join(timeout_s)
         if thread.is_alive():
@@ -233,8 +240,9 @@ class TcpServer:
     @property
     def buffered_input_bytes(self) -> int:
         """Bytes of unfinished lines held for all clients (each at most `max_line_bytes`)."""
-        return sum(connection.framer.pending_bytes
-                   for connection in list(self._connections.values()))
+        return sum(
+            connection.framer.pending_bytes for connection in list(self._connections.values())
+        )
 
     @property
     def dropped_clients(self) -> int:
@@ -243,14 +251,16 @@ class TcpServer:
 
     # -------------------------------------------------------------- event loop
 
-    def _run(self, sock: socket.socket, ready: threading.Event,
-             failure: list[BaseException]) -> None:
+    def _run(
+        self, sock: socket.socket, ready: threading.Event, failure: list[BaseException]
+    ) -> None:
         loop = asyncio.new_event_loop()
         self._loop = loop
         # At most one command in flight per client (plus those of evicted clients finishing):
         # no command waits for a worker behind another client's.
         executor = concurrent.futures.ThreadPoolExecutor(
-            max_workers=2 * self._config.max_clients, thread_name_prefix='phil-tcp-handler')
+            max_workers=2 * self._config.max_clients, thread_name_prefix='phil-tcp-handler'
+        )
         self._executor = executor
         try:
             loop.run_until_complete(self._main(sock, ready))
@@ -266,8 +276,9 @@ class TcpServer:
     async def _main(self, sock: socket.socket, ready: threading.Event) -> None:
         self._stop_event = asyncio.Event()
         # The stream buffers at most 2 * limit bytes before it stops reading the socket.
-        server = await asyncio.start_server(self._serve_client, sock=sock,
-                                            limit=self._config.read_chunk_bytes)
+        server = await asyncio.start_server(
+            self._serve_client, sock=sock, limit=self._config.read_chunk_bytes
+        )
         ready.set()
         try:
             await self._stop_event.wait()
@@ -281,32 +292,36 @@ class TcpServer:
             for connection in self._connections.values():
                 connection.close_reason = connection.close_reason or 'the server stopped'
             for transport in list(self._transports):
-                transport.abort()   # includes closing ones still flushing to a silent peer
-            if self._tasks:         # aborted connections end their tasks by themselves
+                transport.abort()  # includes closing ones still flushing to a silent peer
+            if self._tasks:  # aborted connections end their tasks by themselves
                 await asyncio.wait(list(self._tasks), timeout=1.0)
             remaining = list(self._tasks)
             for task in remaining:
                 task.cancel()
             await asyncio.gather(*remaining, return_exceptions=True)
 
-    async def _serve_client(self, reader: asyncio.StreamReader,
-                            writer: asyncio.StreamWriter) -> None:
+    async def _serve_client(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         task = asyncio.current_task()
         if task is not None:
             self._tasks.add(task)
         self._transports.add(writer.transport)
         loop = asyncio.get_running_loop()
-        connection = _Connection(next(self._ids), writer, self._config.max_line_bytes,
-                                 loop.time())
+        connection = _Connection(next(self._ids), writer, self._config.max_line_bytes, loop.time())
         connection.lines = TokenBucket(self._config.max_lines_per_s, self._pace_clock())
         try:
             self._make_room(loop.time())
             self._connections[connection.client_id] = connection
             if self._config.socket_send_buffer_bytes is not None:
                 writer.get_extra_info('socket').setsockopt(
-                    socket.SOL_SOCKET, socket.SO_SNDBUF, self._config.socket_send_buffer_bytes)
-            _logger.info('client %d connected from %s', connection.client_id,
-                         writer.get_extra_info('peername'))
+                    socket.SOL_SOCKET, socket.SO_SNDBUF, self._config.socket_send_buffer_bytes
+                )
+            _logger.info(
+                'client %d connected from %s',
+                connection.client_id,
+                writer.get_extra_info('peername'),
+            )
             while not connection.closing:
                 data = await self._receive(reader, connection)
                 if not data:
@@ -334,7 +349,7 @@ class TcpServer:
         except (ConnectionError, OSError) as error:
             _logger.info('client %d: %s', connection.client_id, error)
         except asyncio.CancelledError:
-            pass   # server stopping; ending normally keeps asyncio from logging the cancel
+            pass  # server stopping; ending normally keeps asyncio from logging the cancel
         finally:
             if task is not None:
                 self._tasks.discard(task)
@@ -367,10 +382,14 @@ class TcpServer:
             return
         victim = max(served, key=lambda c: (not c.busy, now_s - c.last_active_s))
         reason = f'evicted: {len(served)} clients connected and this one was idle longest'
-        _logger.warning('client %d %s (%s for %.1f s); admitting a new client',
-                        victim.client_id, reason, 'busy' if victim.busy else 'idle',
-                        now_s - victim.last_active_s)
-        self._send(victim, f'ERR|{NO_OPCODE}|{reason}\n')   # in either mode: may be a person
+        _logger.warning(
+            'client %d %s (%s for %.1f s); admitting a new client',
+            victim.client_id,
+            reason,
+            'busy' if victim.busy else 'idle',
+            now_s - victim.last_active_s,
+        )
+        self._send(victim, f'ERR|{NO_OPCODE}|{reason}\n')  # in either mode: may be a person
         self._connections.pop(victim.client_id, None)
         victim.closing = True
         victim.close_reason = victim.close_reason or reason
@@ -378,8 +397,8 @@ class TcpServer:
 
     def _close(self, connection: _Connection) -> None:
         transport = connection.writer.transport
-        connection.writer.close()   # sends what is still buffered (e.g. the QUIT reply), then FIN
-        if transport.get_write_buffer_size():   # a peer that does not read would hold it open
+        connection.writer.close()  # sends what is still buffered (e.g. the QUIT reply), then FIN
+        if transport.get_write_buffer_size():  # a peer that does not read would hold it open
             asyncio.get_running_loop().call_later(_CLOSE_GRACE_S, transport.abort)
 
     def _log_unhandled(self, connection: _Connection) -> None:
@@ -411,9 +430,11 @@ class TcpServer:
         if estop_now is None:
             return
         for event in events:
-            if isinstance(event, FramedLine) and \
-                    event.data.lstrip()[:5].upper() == b'ESTOP' and \
-                    isinstance(parse_line(event.data, self._vocabulary), Estop):
+            if (
+                isinstance(event, FramedLine)
+                and event.data.lstrip()[:5].upper() == b'ESTOP'
+                and isinstance(parse_line(event.data, self._vocabulary), Estop)
+            ):
                 try:
                     problem = estop_now()
                 except Exception:  # the line's own handling still asks the planner
@@ -423,13 +444,15 @@ class TcpServer:
                     _logger.error('ESTOP: %s', problem)
                 return
 
-    def _answer_at_once(self, connection: _Connection,
-                        event: FramedLine | LineTooLong) -> tuple[str, Command] | None:
+    def _answer_at_once(
+        self, connection: _Connection, event: FramedLine | LineTooLong
+    ) -> tuple[str, Command] | None:
         """Answer a line that needs no handler (invalid, GET_STATUS, PROTOCOL, blank); else
         return its text and command for `_handle`."""
         if isinstance(event, LineTooLong):
-            reason = (f'line longer than {event.limit_bytes} bytes; discarded up to the next '
-                      'newline')
+            reason = (
+                f'line longer than {event.limit_bytes} bytes; discarded up to the next newline'
+            )
             self._log(connection, '', NO_OPCODE, False, reason)
             self._reply(connection, f'ERR|{NO_OPCODE}|{reason}')
             return None
@@ -460,7 +483,8 @@ class TcpServer:
         # one's GET_STATUS after the line is answered) are served meanwhile; lines of one
         # client stay in order because this coroutine awaits the reply.
         connection.handling = asyncio.get_running_loop().run_in_executor(
-            self._executor, self._call_handler, command, connection.client_id)
+            self._executor, self._call_handler, command, connection.client_id
+        )
         try:
             reply = await connection.handling
         finally:
@@ -510,19 +534,24 @@ class TcpServer:
             return
         connection.writer.write(text.encode('utf-8', 'replace'))
         if transport.get_write_buffer_size() > self._config.max_output_bytes:
-            _logger.warning('client %d does not read its replies (%d bytes pending); dropped',
-                            connection.client_id, transport.get_write_buffer_size())
+            _logger.warning(
+                'client %d does not read its replies (%d bytes pending); dropped',
+                connection.client_id,
+                transport.get_write_buffer_size(),
+            )
             self._dropped += 1
             connection.closing = True
             connection.close_reason = 'the client did not read its replies'
             transport.abort()
 
-    def _log(self, connection: _Connection, line: str, opcode: str, accepted: bool,
-             reason: str) -> None:
+    def _log(
+        self, connection: _Connection, line: str, opcode: str, accepted: bool, reason: str
+    ) -> None:
         if self._command_log is None:
             return
-        entry = CommandLogEntry(self._clock(), connection.client_id, line, opcode, accepted,
-                                reason)
+        entry = CommandLogEntry(
+            self._clock(), connection.client_id, line, opcode, accepted, reason
+        )
         try:
             self._command_log(entry)
         except Exception:  # a broken log must not stop the server

@@ -48,13 +48,21 @@ class CappedTextLog:
         OSError: The file cannot be created.
     """
 
-    def __init__(self, path: Path | str, header: str = '', max_bytes: int = DEFAULT_MAX_BYTES,
-                 keep: int = DEFAULT_KEEP, flush: bool = True) -> None:
+    def __init__(
+        self,
+        path: Path | str,
+        header: str = '',
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        keep: int = DEFAULT_KEEP,
+        flush: bool = True,
+    ) -> None:
         self.path = Path(path)
         self._header = header.encode('utf-8')
         if max_bytes <= len(self._header):
-            raise ValueError(f'{self.path.name}: max_bytes {max_bytes} must exceed the '
-                             f'header ({len(self._header)} bytes)')
+            raise ValueError(
+                f'{self.path.name}: max_bytes {max_bytes} must exceed the '
+                f'header ({len(self._header)} bytes)'
+            )
         if keep < 0:
             raise ValueError(f'{self.path.name}: keep must be >= 0, got {keep}')
         self.max_bytes = max_bytes
@@ -139,9 +147,14 @@ class CappedCsvLog(CappedTextLog):
         max_bytes, keep, flush: As for `CappedTextLog`.
     """
 
-    def __init__(self, path: Path | str, columns: Sequence[str],
-                 max_bytes: int = DEFAULT_MAX_BYTES, keep: int = DEFAULT_KEEP,
-                 flush: bool = True) -> None:
+    def __init__(
+        self,
+        path: Path | str,
+        columns: Sequence[str],
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        keep: int = DEFAULT_KEEP,
+        flush: bool = True,
+    ) -> None:
         self.columns = tuple(columns)
         super().__init__(path, csv_text([self.columns]), max_bytes, keep, flush)
 

@@ -46,8 +46,9 @@ class GraphKey:
 
     def __init__(self, secret: str) -> None:
         if len(secret) < MIN_KEY_CHARS:
-            raise GraphKeyError(f'{GRAPH_KEY_ENV} must have at least {MIN_KEY_CHARS} characters, '
-                                f'got {len(secret)}')
+            raise GraphKeyError(
+                f'{GRAPH_KEY_ENV} must have at least {MIN_KEY_CHARS} characters, got {len(secret)}'
+            )
         self._secret = secret.encode()
 
     @staticmethod
@@ -68,7 +69,8 @@ class GraphKey:
                 f'{GRAPH_KEY_ENV} is not set: start the graph with `make run`, the launcher '
                 '(python -m phil_bringup.launcher) or robot.launch.py, which make one; to run '
                 f'nodes by hand, export the same {GRAPH_KEY_ENV} (e.g. `openssl rand -hex 16`) in '
-                'every shell that starts a Phil node')
+                'every shell that starts a Phil node'
+            )
         return cls(secret)
 
     def sign(self, data: bytes) -> str:
@@ -96,7 +98,7 @@ class GraphKey:
 
     def _goal_tag(self, nonce: bytes) -> bytes:
         digest = hmac.new(self._secret, b'goal:' + nonce, hashlib.sha256).digest()
-        return digest[:GOAL_ID_BYTES - GOAL_NONCE_BYTES]
+        return digest[: GOAL_ID_BYTES - GOAL_NONCE_BYTES]
 
 
 #: How far a signed request's stamp may be from the receiver's clock (both CLOCK_REALTIME on one
@@ -117,8 +119,10 @@ class ReplayGuard:
         """'' when the request is fresh (and remember its nonce), else why it is refused."""
         if abs(now_ns - stamp_ns) > self._tolerance_ns:
             offset_s = (now_ns - stamp_ns) * 1e-9
-            return (f'request stamp is {offset_s:+.1f} s off this clock (at most '
-                    f'{self._tolerance_ns * 1e-9:g} s)')
+            return (
+                f'request stamp is {offset_s:+.1f} s off this clock (at most '
+                f'{self._tolerance_ns * 1e-9:g} s)'
+            )
         if not nonce or nonce in self._seen:
             return 'request nonce is empty or was used before (a replayed request)'
         self._seen[nonce] = None

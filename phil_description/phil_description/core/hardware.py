@@ -18,8 +18,8 @@ from phil_description.core.urdf import Ros2ControlBlock, Ros2ControlJoint
 class MotorFamily(str, enum.Enum):
     """Actuator families of Phil."""
 
-    TMOTOR = 'tmotor'        # CubeMars/TMotor AK, CAN servo mode
-    EPOS4 = 'epos4'          # Maxon motor on an EPOS4 drive, CANopen CiA 402
+    TMOTOR = 'tmotor'  # CubeMars/TMotor AK, CAN servo mode
+    EPOS4 = 'epos4'  # Maxon motor on an EPOS4 drive, CANopen CiA 402
     DYNAMIXEL = 'dynamixel'  # ROBOTIS Dynamixel X series, Protocol 2.0 serial
 
 
@@ -128,8 +128,12 @@ class _ParamReader:
             raise self.error(f'parameter {key!r} is missing')
         return value
 
-    def number(self, key: str, check: Callable[[float], bool] = math.isfinite,
-               requirement: str = 'a finite number') -> float:
+    def number(
+        self,
+        key: str,
+        check: Callable[[float], bool] = math.isfinite,
+        requirement: str = 'a finite number',
+    ) -> float:
         text = self.text(key)
         try:
             value = float(text)
@@ -146,8 +150,11 @@ class _ParamReader:
         return self.number(key, lambda v: v >= 0, 'zero or positive')
 
     def integer(self, key: str, lowest: int, highest: int) -> int:
-        value = self.number(key, lambda v: v == int(v) and lowest <= v <= highest,
-                            f'an integer in {lowest}..{highest}')
+        value = self.number(
+            key,
+            lambda v: v == int(v) and lowest <= v <= highest,
+            f'an integer in {lowest}..{highest}',
+        )
         return int(value)
 
 
@@ -169,14 +176,17 @@ def _motor_params(joint: Ros2ControlJoint, source: str) -> MotorParams:
     }
     if family is MotorFamily.TMOTOR:
         return TMotorParams(
-            **common, device_id=reader.integer('node_id', 0, 0xFF),
+            **common,
+            device_id=reader.integer('node_id', 0, 0xFF),
             gear_ratio=reader.positive('gear_ratio'),
             pole_pairs=reader.integer('pole_pairs', 1, 100),
             control_gain_erpm_per_rad=reader.non_negative('control_gain_erpm_per_rad'),
-            current_limit_a=reader.positive('current_limit_a'))
+            current_limit_a=reader.positive('current_limit_a'),
+        )
     if family is MotorFamily.EPOS4:
         return Epos4Params(
-            **common, device_id=reader.integer('node_id', 1, 127),
+            **common,
+            device_id=reader.integer('node_id', 1, 127),
             gear_ratio=reader.positive('gear_ratio'),
             encoder_counts_per_rev=reader.integer('encoder_counts_per_rev', 1, 1 << 24),
             kp_mnm_per_rad=reader.non_negative('kp_mnm_per_rad'),
@@ -184,7 +194,8 @@ def _motor_params(joint: Ros2ControlJoint, source: str) -> MotorParams:
             rated_torque_mnm=reader.positive('rated_torque_mnm'),
             max_torque_mnm=reader.positive('max_torque_mnm'),
             gravity_mass_kg=reader.non_negative('gravity_mass_kg'),
-            gravity_lever_m=reader.non_negative('gravity_lever_m'))
+            gravity_lever_m=reader.non_negative('gravity_lever_m'),
+        )
     return DynamixelParams(**common, device_id=reader.integer('dxl_id', 0, 252))
 
 
@@ -199,16 +210,20 @@ def parse_hardware(block: Ros2ControlBlock, source: str) -> HardwareConfig:
     can_buses = {}
     for name in reader.text('can_buses').split():
         can_buses[name] = CanBusParams(
-            name=name, interface=reader.text(f'{name}.interface'),
+            name=name,
+            interface=reader.text(f'{name}.interface'),
             channel=reader.text(f'{name}.channel'),
-            bitrate=reader.integer(f'{name}.bitrate', 10_000, 8_000_000))
+            bitrate=reader.integer(f'{name}.bitrate', 10_000, 8_000_000),
+        )
     serial_buses = {}
     for name in reader.text('serial_buses').split():
         serial_buses[name] = SerialBusParams(
-            name=name, port=reader.text(f'{name}.port'),
+            name=name,
+            port=reader.text(f'{name}.port'),
             baudrate=reader.integer(f'{name}.baudrate', 9600, 10_500_000),
             protocol_version=reader.number(f'{name}.protocol_version', lambda v: v == 2.0, '2.0'),
-            latency_timer_ms=reader.integer(f'{name}.latency_timer_ms', 0, 255))
+            latency_timer_ms=reader.integer(f'{name}.latency_timer_ms', 0, 255),
+        )
     motors: dict[str, MotorParams] = {}
     seen_ids: dict[tuple[str, int], str] = {}
     for joint in block.joints:
@@ -217,13 +232,20 @@ def parse_hardware(block: Ros2ControlBlock, source: str) -> HardwareConfig:
         family_buses = serial_buses if motor.family is MotorFamily.DYNAMIXEL else can_buses
         if motor.bus not in family_buses:
             declared = ', '.join(sorted(family_buses))
-            raise DescriptionError(source, item, f'bus {motor.bus!r} is not a declared '
-                                                 f'{motor.family.value} bus ({declared})')
+            raise DescriptionError(
+                source,
+                item,
+                f'bus {motor.bus!r} is not a declared {motor.family.value} bus ({declared})',
+            )
         key = (motor.bus, motor.device_id)
         if key in seen_ids:
-            raise DescriptionError(source, item, f'device id {motor.device_id} on {motor.bus} is '
-                                                 f'already used by {seen_ids[key]!r}')
+            raise DescriptionError(
+                source,
+                item,
+                f'device id {motor.device_id} on {motor.bus} is already used by {seen_ids[key]!r}',
+            )
         seen_ids[key] = joint.name
         motors[joint.name] = motor
-    return HardwareConfig(plugin=block.plugin, can_buses=can_buses, serial_buses=serial_buses,
-                          motors=motors)
+    return HardwareConfig(
+        plugin=block.plugin, can_buses=can_buses, serial_buses=serial_buses, motors=motors
+    )

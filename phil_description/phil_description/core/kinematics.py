@@ -15,11 +15,13 @@ def rpy_matrix(roll: float, pitch: float, yaw: float) -> np.ndarray:
     cr, sr = np.cos(roll), np.sin(roll)
     cp, sp = np.cos(pitch), np.sin(pitch)
     cy, sy = np.cos(yaw), np.sin(yaw)
-    return np.array([
-        [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
-        [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
-        [-sp, cp * sr, cp * cr],
-    ])
+    return np.array(
+        [
+            [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+            [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
+            [-sp, cp * sr, cp * cr],
+        ]
+    )
 
 
 def origin_transform(joint: UrdfJoint) -> np.ndarray:
@@ -52,8 +54,9 @@ class KinematicTree:
         source: file name for error messages.
     """
 
-    def __init__(self, joints: Mapping[str, UrdfJoint], joint_order: Sequence[str],
-                 source: str) -> None:
+    def __init__(
+        self, joints: Mapping[str, UrdfJoint], joint_order: Sequence[str], source: str
+    ) -> None:
         self._source = source
         self._joint_index = {name: index for index, name in enumerate(joint_order)}
         self._parent_joint: dict[str, UrdfJoint] = {}
@@ -61,24 +64,31 @@ class KinematicTree:
             if joint.child in self._parent_joint:
                 raise DescriptionError(source, f'link {joint.child!r}', 'has two parent joints')
             if joint.type == 'prismatic':
-                raise DescriptionError(source, f'joint {joint.name!r}', 'prismatic joints are '
-                                       'not supported')
+                raise DescriptionError(
+                    source, f'joint {joint.name!r}', 'prismatic joints are not supported'
+                )
             self._parent_joint[joint.child] = joint
         for name in joint_order:
             if name not in joints or not joints[name].movable:
                 raise DescriptionError(source, f'joint {name!r}', 'is not a movable URDF joint')
         for joint in joints.values():
             if joint.movable and joint.name not in self._joint_index:
-                raise DescriptionError(source, f'joint {joint.name!r}', 'is movable but has no '
-                                       'actuator in <ros2_control>')
+                raise DescriptionError(
+                    source,
+                    f'joint {joint.name!r}',
+                    'is movable but has no actuator in <ros2_control>',
+                )
         self._origins = {name: origin_transform(joint) for name, joint in joints.items()}
-        self._axes = {name: np.asarray(joint.axis) / np.linalg.norm(joint.axis)
-                      for name, joint in joints.items()}
+        self._axes = {
+            name: np.asarray(joint.axis) / np.linalg.norm(joint.axis)
+            for name, joint in joints.items()
+        }
         self._chains: dict[str, tuple[UrdfJoint, ...]] = {}
         roots = {joint.parent for joint in joints.values()} - set(self._parent_joint)
         if len(roots) != 1:
-            raise DescriptionError(source, '', f'the link tree must have one root, found '
-                                   f'{sorted(roots)}')
+            raise DescriptionError(
+                source, '', f'the link tree must have one root, found {sorted(roots)}'
+            )
         self.root = roots.pop()
 
     def chain(self, link: str) -> tuple[UrdfJoint, ...]:
@@ -95,8 +105,9 @@ class KinematicTree:
             self._chains[link] = tuple(reversed(joints))
         return self._chains[link]
 
-    def link_transform(self, positions_rad: np.ndarray, link: str,
-                       relative_to: str | None = None) -> np.ndarray:
+    def link_transform(
+        self, positions_rad: np.ndarray, link: str, relative_to: str | None = None
+    ) -> np.ndarray:
         """Pose of ``link`` in the frame of ``relative_to`` (default: the root link).
 
         Args:
@@ -119,7 +130,8 @@ class KinematicTree:
             transform = np.linalg.inv(reference) @ transform
         return transform
 
-    def link_position(self, positions_rad: np.ndarray, link: str,
-                      relative_to: str | None = None) -> np.ndarray:
+    def link_position(
+        self, positions_rad: np.ndarray, link: str, relative_to: str | None = None
+    ) -> np.ndarray:
         """Origin of ``link`` (m), shape (3,) or (..., 3)."""
         return self.link_transform(positions_rad, link, relative_to)[..., :3, 3]

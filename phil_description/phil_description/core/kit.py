@@ -33,9 +33,9 @@ class Instrument:
     kind: str
     radius_m: float
     link: str
-    center_m: np.ndarray = field(compare=False)   # pad centre, kinematic frame
-    pedal_joint: str                                # '' when played by sticks only
-    strikes: dict[str, StrikePoint]                 # by hand; empty for the bass drum
+    center_m: np.ndarray = field(compare=False)  # pad centre, kinematic frame
+    pedal_joint: str  # '' when played by sticks only
+    strikes: dict[str, StrikePoint]  # by hand; empty for the bass drum
 
 
 @dataclass(frozen=True)
@@ -63,9 +63,13 @@ class DrumKit:
         raise KeyError(f'unknown instrument id {instrument_id!r}; valid: {ids}')
 
 
-def parse_kit(element: ET.Element | None, source: str, links: tuple[str, ...],
-              movable_joints: tuple[str, ...],
-              position_of: Callable[[str], np.ndarray]) -> DrumKit:
+def parse_kit(
+    element: ET.Element | None,
+    source: str,
+    links: tuple[str, ...],
+    movable_joints: tuple[str, ...],
+    position_of: Callable[[str], np.ndarray],
+) -> DrumKit:
     """Build the DrumKit from <drum_kit>; ``position_of(link)`` gives a link's position in
     the kit frame.
 
@@ -110,20 +114,31 @@ def parse_kit(element: ET.Element | None, source: str, links: tuple[str, ...],
             if not math.isfinite(wrist):
                 raise DescriptionError(source, where, 'wrist angle is not finite')
             link = link_of(strike, where)
-            strikes[hand] = StrikePoint(hand=hand, link=link, position_m=position_of(link),
-                                        wrist_angle_rad=wrist)
+            strikes[hand] = StrikePoint(
+                hand=hand, link=link, position_m=position_of(link), wrist_angle_rad=wrist
+            )
         if strikes and set(strikes) != set(HANDS):
             raise DescriptionError(source, item, 'needs a strike point for both hands')
         link = link_of(record, item)
-        instruments.append(Instrument(
-            name=name, id=instrument_id, kind=attribute('kind'), radius_m=radius_m, link=link,
-            center_m=position_of(link), pedal_joint=pedal, strikes=strikes))
+        instruments.append(
+            Instrument(
+                name=name,
+                id=instrument_id,
+                kind=attribute('kind'),
+                radius_m=radius_m,
+                link=link,
+                center_m=position_of(link),
+                pedal_joint=pedal,
+                strikes=strikes,
+            )
+        )
     for key in ('name', 'id'):
         values = [getattr(instrument, key) for instrument in instruments]
         duplicates = sorted({str(v) for v in values if values.count(v) > 1})
         if duplicates:
-            raise DescriptionError(source, 'drum_kit', f'duplicate instrument {key}(s): '
-                                   f'{", ".join(duplicates)}')
+            raise DescriptionError(
+                source, 'drum_kit', f'duplicate instrument {key}(s): {", ".join(duplicates)}'
+            )
     if not instruments:
         raise DescriptionError(source, 'drum_kit', 'has no instruments')
     return DrumKit(instruments=tuple(instruments))

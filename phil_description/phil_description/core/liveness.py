@@ -49,7 +49,7 @@ def process_state(pid: int) -> str:
             data = stat.read()
     except OSError:
         return GONE
-    state = data[data.rindex(b')') + 2:][:1]
+    state = data[data.rindex(b')') + 2 :][:1]
     if state in (b'T', b't'):
         return STOPPED
     if state in (b'Z', b'X', b'x'):
@@ -85,8 +85,10 @@ class NodeDown:
             return f'{name} is stopped (its process {self.pid} does not run)'
         if not math.isfinite(self.last_seen_s):
             return f'{name} is not running (no heartbeat since start-up)'
-        return (f'{name} stopped responding (no heartbeat for {self.silent_s:.2f} s: it hangs '
-                'or cannot be reached)')
+        return (
+            f'{name} stopped responding (no heartbeat for {self.silent_s:.2f} s: it hangs '
+            'or cannot be reached)'
+        )
 
 
 def node_name(name: str) -> str:
@@ -109,9 +111,16 @@ class LivenessMonitor:
         probe: ``process_state`` (tests give their own).
     """
 
-    def __init__(self, watched: Iterable[str], timeout_s: float, now_s: float,
-                 required: Iterable[str] = (), own: str = '', space: str = '',
-                 probe: Callable[[int], str] = process_state) -> None:
+    def __init__(
+        self,
+        watched: Iterable[str],
+        timeout_s: float,
+        now_s: float,
+        required: Iterable[str] = (),
+        own: str = '',
+        space: str = '',
+        probe: Callable[[int], str] = process_state,
+    ) -> None:
         if not (math.isfinite(timeout_s) and timeout_s > 0.0):
             raise ValueError(f'liveness timeout_s must be positive, got {timeout_s!r}')
         self.timeout_s = timeout_s
@@ -121,10 +130,10 @@ class LivenessMonitor:
         self._own = node_name(own) if own else ''
         self._space = space
         self._probe = probe
-        self._heard_s = now_s   # the last heartbeat of any other node
+        self._heard_s = now_s  # the last heartbeat of any other node
         self._last_s: dict[str, float] = {}
-        self._pids: dict[str, int] = {}   # watched nodes whose process can be looked at
-        self._states: dict[str, str] = {}   # their process states at the last check
+        self._pids: dict[str, int] = {}  # watched nodes whose process can be looked at
+        self._states: dict[str, str] = {}  # their process states at the last check
         self._down: set[str] = set()
 
     @property

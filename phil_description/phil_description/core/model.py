@@ -36,15 +36,18 @@ class JointSpec:
     index: int
     lower_rad: float
     upper_rad: float
-    soft_lower_rad: float     # planning/IK limits (URDF <safety_controller>), inside the hard ones
+    soft_lower_rad: float  # planning/IK limits (URDF <safety_controller>), inside the hard ones
     soft_upper_rad: float
     velocity_limit_rad_s: float
     effort_limit: float
     motor: MotorParams
 
     def contains(self, position_rad: float, soft: bool = False) -> bool:
-        lower, upper = ((self.soft_lower_rad, self.soft_upper_rad) if soft
-                        else (self.lower_rad, self.upper_rad))
+        lower, upper = (
+            (self.soft_lower_rad, self.soft_upper_rad)
+            if soft
+            else (self.lower_rad, self.upper_rad)
+        )
         return lower <= position_rad <= upper
 
 
@@ -52,7 +55,7 @@ class JointSpec:
 class ArmLengths:
     """Arm link lengths (m) read from the URDF joint origins; the same for both arms."""
 
-    shoulder_offset_m: float   # waist axis to each shoulder_1 axis
+    shoulder_offset_m: float  # waist axis to each shoulder_1 axis
     upper_arm_m: float
     forearm_m: float
     stick_m: float
@@ -96,11 +99,16 @@ class RobotModel:
         self.velocity_limit_rad_s = np.array([j.velocity_limit_rad_s for j in self.joints])
         self.tree = KinematicTree(self.document.joints, self.joint_names, source)
         self.poses: dict[str, np.ndarray] = load_poses(
-            poses_path, self.joint_names, self.lower_rad, self.upper_rad)
+            poses_path, self.joint_names, self.lower_rad, self.upper_rad
+        )
         zero = np.zeros(len(self.joints))
         self.kit: DrumKit = parse_kit(
-            self.document.drum_kit, source, self.document.links, self.joint_names,
-            lambda link: self.tree.link_position(zero, link, relative_to=KINEMATIC_FRAME))
+            self.document.drum_kit,
+            source,
+            self.document.links,
+            self.joint_names,
+            lambda link: self.tree.link_position(zero, link, relative_to=KINEMATIC_FRAME),
+        )
         self.arm_lengths: ArmLengths = self._arm_lengths()
 
     def _joint_specs(self):
@@ -115,17 +123,27 @@ class RobotModel:
             if soft_lower is None:
                 soft_lower, soft_upper = urdf_joint.lower, urdf_joint.upper
             yield JointSpec(
-                name=control_joint.name, index=index, lower_rad=urdf_joint.lower,
-                upper_rad=urdf_joint.upper, soft_lower_rad=soft_lower, soft_upper_rad=soft_upper,
-                velocity_limit_rad_s=urdf_joint.velocity, effort_limit=urdf_joint.effort,
-                motor=self.hardware.motors[control_joint.name])
+                name=control_joint.name,
+                index=index,
+                lower_rad=urdf_joint.lower,
+                upper_rad=urdf_joint.upper,
+                soft_lower_rad=soft_lower,
+                soft_upper_rad=soft_upper,
+                velocity_limit_rad_s=urdf_joint.velocity,
+                effort_limit=urdf_joint.effort,
+                motor=self.hardware.motors[control_joint.name],
+            )
 
     def _arm_lengths(self) -> ArmLengths:
         joints = self.document.joints
         lengths = {}
         for hand in HANDS:
-            names = (f'{hand}_shoulder_1', f'{hand}_elbow', f'{hand}_wrist',
-                     f'{hand}_stick_tip_joint')
+            names = (
+                f'{hand}_shoulder_1',
+                f'{hand}_elbow',
+                f'{hand}_wrist',
+                f'{hand}_stick_tip_joint',
+            )
             missing = [name for name in names if name not in joints]
             if missing:
                 raise DescriptionError(self.source, f'{hand} arm', f'missing joint(s) {missing}')
@@ -134,10 +152,14 @@ class RobotModel:
                 shoulder_offset_m=math.hypot(shoulder[0], shoulder[1]),
                 upper_arm_m=float(np.linalg.norm(joints[names[1]].origin_xyz)),
                 forearm_m=float(np.linalg.norm(joints[names[2]].origin_xyz)),
-                stick_m=float(np.linalg.norm(joints[names[3]].origin_xyz)))
+                stick_m=float(np.linalg.norm(joints[names[3]].origin_xyz)),
+            )
         if lengths['right'] != lengths['left']:
-            raise DescriptionError(self.source, 'arms', f'right and left arm lengths differ: '
-                                   f'{lengths["right"]} vs {lengths["left"]}')
+            raise DescriptionError(
+                self.source,
+                'arms',
+                f'right and left arm lengths differ: {lengths["right"]} vs {lengths["left"]}',
+            )
         return lengths['right']
 
     def joint(self, name: str) -> JointSpec:
@@ -145,11 +167,13 @@ class RobotModel:
         try:
             return self._by_name[name]
         except KeyError:
-            raise KeyError(f'unknown joint {name!r}; valid joints: '
-                           f'{", ".join(self.joint_names)}') from None
+            raise KeyError(
+                f'unknown joint {name!r}; valid joints: {", ".join(self.joint_names)}'
+            ) from None
 
-    def positions(self, by_name: Mapping[str, float],
-                  base: Sequence[float] | None = None) -> np.ndarray:
+    def positions(
+        self, by_name: Mapping[str, float], base: Sequence[float] | None = None
+    ) -> np.ndarray:
         """A joint-order vector from ``{joint: rad}``; joints not named keep ``base`` (or 0)."""
         vector = np.zeros(len(self.joints)) if base is None else np.array(base, dtype=float)
         for name, value in by_name.items():
@@ -163,34 +187,50 @@ class RobotModel:
             if not math.isfinite(value):
                 problems.append(f'{joint.name}: {value} is not finite')
             elif not joint.contains(value, soft):
-                lower, upper = ((joint.soft_lower_rad, joint.soft_upper_rad) if soft
-                                else (joint.lower_rad, joint.upper_rad))
-                problems.append(f'{joint.name}: {math.degrees(value):.2f} deg outside '
-                                f'[{math.degrees(lower):g}, {math.degrees(upper):g}] deg')
+                lower, upper = (
+                    (joint.soft_lower_rad, joint.soft_upper_rad)
+                    if soft
+                    else (joint.lower_rad, joint.upper_rad)
+                )
+                problems.append(
+                    f'{joint.name}: {math.degrees(value):.2f} deg outside '
+                    f'[{math.degrees(lower):g}, {math.degrees(upper):g}] deg'
+                )
         return problems
 
-    def link_transform(self, positions_rad: np.ndarray, link: str,
-                       frame: str = BASE_FRAME) -> np.ndarray:
+    def link_transform(
+        self, positions_rad: np.ndarray, link: str, frame: str = BASE_FRAME
+    ) -> np.ndarray:
         """Pose (4x4, batched over leading axes) of ``link`` in ``frame`` from the URDF."""
         return self.tree.link_transform(positions_rad, link, relative_to=frame)
 
-    def stick_tip_positions(self, positions_rad: np.ndarray,
-                            frame: str = KINEMATIC_FRAME) -> tuple[np.ndarray, np.ndarray]:
+    def stick_tip_positions(
+        self, positions_rad: np.ndarray, frame: str = KINEMATIC_FRAME
+    ) -> tuple[np.ndarray, np.ndarray]:
         """(right, left) stick-tip positions in ``frame`` (m), batched over leading axes."""
-        return (self.tree.link_position(positions_rad, 'right_stick_tip', relative_to=frame),
-                self.tree.link_position(positions_rad, 'left_stick_tip', relative_to=frame))
+        return (
+            self.tree.link_position(positions_rad, 'right_stick_tip', relative_to=frame),
+            self.tree.link_position(positions_rad, 'left_stick_tip', relative_to=frame),
+        )
 
     def shoulder_positions(self, waist_rad: np.ndarray) -> dict[str, np.ndarray]:
         """Shoulder centres (kinematic frame, m) for waist angles (batched)."""
         waist = np.asarray(waist_rad, dtype=float)
         positions = np.zeros(waist.shape + (len(self.joints),))
         positions[..., self.joint('waist').index] = waist
-        return {hand: self.tree.link_position(positions, f'{hand}_shoulder_1_link',
-                                              relative_to=KINEMATIC_FRAME) for hand in HANDS}
+        return {
+            hand: self.tree.link_position(
+                positions, f'{hand}_shoulder_1_link', relative_to=KINEMATIC_FRAME
+            )
+            for hand in HANDS
+        }
 
 
-def load_robot_model(urdf_path: Path | str | None = None, poses_path: Path | str | None = None,
-                     xacro_args: Mapping[str, str] | None = None) -> RobotModel:
+def load_robot_model(
+    urdf_path: Path | str | None = None,
+    poses_path: Path | str | None = None,
+    xacro_args: Mapping[str, str] | None = None,
+) -> RobotModel:
     """Expand (``.xacro``) or read (``.urdf``) the description and build the RobotModel.
 
     Args:

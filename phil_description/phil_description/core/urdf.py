@@ -123,8 +123,11 @@ def _parse_joint(element: ET.Element, source: str) -> UrdfJoint:
         for attribute in ('lower', 'upper', 'velocity', 'effort'):
             limits[attribute] = _float_attr(limit, attribute, source, item)
         if limits['lower'] >= limits['upper']:
-            raise DescriptionError(source, item, f'lower limit {limits["lower"]} is not below '
-                                                 f'upper limit {limits["upper"]}')
+            raise DescriptionError(
+                source,
+                item,
+                f'lower limit {limits["lower"]} is not below upper limit {limits["upper"]}',
+            )
         if limits['velocity'] <= 0 or limits['effort'] <= 0:
             raise DescriptionError(source, item, 'velocity and effort limits must be positive')
     safety = element.find('safety_controller')
@@ -133,8 +136,16 @@ def _parse_joint(element: ET.Element, source: str) -> UrdfJoint:
         limits['soft_upper'] = _float_attr(safety, 'soft_upper_limit', source, item)
         if not (limits['lower'] <= limits['soft_lower'] < limits['soft_upper'] <= limits['upper']):
             raise DescriptionError(source, item, 'soft limits are not inside the hard limits')
-    return UrdfJoint(name=name, type=joint_type, parent=links['parent'], child=links['child'],
-                     origin_xyz=xyz, origin_rpy=rpy, axis=axis, **limits)
+    return UrdfJoint(
+        name=name,
+        type=joint_type,
+        parent=links['parent'],
+        child=links['child'],
+        origin_xyz=xyz,
+        origin_rpy=rpy,
+        axis=axis,
+        **limits,
+    )
 
 
 def _parse_params(element: ET.Element, source: str, item: str) -> dict[str, str]:
@@ -163,14 +174,20 @@ def _parse_ros2_control(element: ET.Element, source: str) -> Ros2ControlBlock:
     for joint in element.findall('joint'):
         joint_name = joint.get('name', '')
         item = f'ros2_control joint {joint_name!r}'
-        joints.append(Ros2ControlJoint(
-            name=joint_name,
-            command_interfaces=_interface_names(joint, 'command_interface'),
-            state_interfaces=_interface_names(joint, 'state_interface'),
-            params=_parse_params(joint, source, item)))
-    return Ros2ControlBlock(name=name, plugin=plugin,
-                            params=_parse_params(hardware, source, f'ros2_control {name!r}'),
-                            joints=tuple(joints))
+        joints.append(
+            Ros2ControlJoint(
+                name=joint_name,
+                command_interfaces=_interface_names(joint, 'command_interface'),
+                state_interfaces=_interface_names(joint, 'state_interface'),
+                params=_parse_params(joint, source, item),
+            )
+        )
+    return Ros2ControlBlock(
+        name=name,
+        plugin=plugin,
+        params=_parse_params(hardware, source, f'ros2_control {name!r}'),
+        joints=tuple(joints),
+    )
 
 
 def parse_urdf(xml_text: str, source: str = '<urdf>') -> UrdfDocument:
@@ -205,13 +222,18 @@ def parse_urdf(xml_text: str, source: str = '<urdf>') -> UrdfDocument:
             raise DescriptionError(source, f'joint {joint.name!r}', 'defined twice')
         for link_name in (joint.parent, joint.child):
             if link_name not in links:
-                raise DescriptionError(source, f'joint {joint.name!r}',
-                                       f'refers to unknown link {link_name!r}')
+                raise DescriptionError(
+                    source, f'joint {joint.name!r}', f'refers to unknown link {link_name!r}'
+                )
         joints[joint.name] = joint
     blocks = root.findall('ros2_control')
     if len(blocks) > 1:
         raise DescriptionError(source, 'ros2_control', 'only one <ros2_control> block is allowed')
     return UrdfDocument(
-        source=source, robot_name=root.get('name', ''), links=tuple(links), joints=joints,
+        source=source,
+        robot_name=root.get('name', ''),
+        links=tuple(links),
+        joints=joints,
         ros2_control=_parse_ros2_control(blocks[0], source) if blocks else None,
-        drum_kit=root.find('drum_kit'))
+        drum_kit=root.find('drum_kit'),
+    )

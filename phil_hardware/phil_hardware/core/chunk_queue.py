@@ -36,7 +36,7 @@ class ControlMode(IntEnum):
     """Per-joint control mode of a chunk (mirrors phil_msgs/TrajectoryChunk MODE_*)."""
 
     POSITION = 0  # TMotor velocity law, EPOS4 CSP, Dynamixel goal position
-    TORQUE = 1    # EPOS4 CST: kp/kd tracking plus gravity compensation
+    TORQUE = 1  # EPOS4 CST: kp/kd tracking plus gravity compensation
 
 
 class ChunkError(ValueError):
@@ -162,8 +162,20 @@ def _first_non_finite(values: np.ndarray, names: Sequence[str]) -> str | None:
 class _Prepared:
     """A validated chunk in robot joint indices, plus its takeover anchor."""
 
-    __slots__ = ('anchor_pos', 'anchor_time', 'anchor_vel', 'end', 'indices', 'modes', 'order',
-                 'pos', 'sequence', 'start', 'times', 'vel')
+    __slots__ = (
+        'anchor_pos',
+        'anchor_time',
+        'anchor_vel',
+        'end',
+        'indices',
+        'modes',
+        'order',
+        'pos',
+        'sequence',
+        'start',
+        'times',
+        'vel',
+    )
 
     def __init__(self, chunk: TrajectoryChunk, joint_index: Mapping[str, int], order: int):
         self.start = float(chunk.start_time_s)
@@ -186,13 +198,25 @@ class _Prepared:
         if time_s >= self.end:
             return self.pos[-1], np.zeros(len(self.indices))
         if time_s < times[0]:
-            return self._segment(time_s, self.anchor_time, times[0], self.anchor_pos,
-                                 self.anchor_vel, self.pos[0],
-                                 None if self.vel is None else self.vel[0])
+            return self._segment(
+                time_s,
+                self.anchor_time,
+                times[0],
+                self.anchor_pos,
+                self.anchor_vel,
+                self.pos[0],
+                None if self.vel is None else self.vel[0],
+            )
         i = bisect.bisect_right(times, time_s) - 1
-        return self._segment(time_s, times[i], times[i + 1], self.pos[i],
-                             None if self.vel is None else self.vel[i], self.pos[i + 1],
-                             None if self.vel is None else self.vel[i + 1])
+        return self._segment(
+            time_s,
+            times[i],
+            times[i + 1],
+            self.pos[i],
+            None if self.vel is None else self.vel[i],
+            self.pos[i + 1],
+            None if self.vel is None else self.vel[i + 1],
+        )
 
     @staticmethod
     def _segment(t, t0, t1, p0, v0, p1, v1) -> tuple[np.ndarray, np.ndarray]:
@@ -204,10 +228,15 @@ class _Prepared:
             return p0 + s * (p1 - p0), (p1 - p0) / h
         s2 = s * s
         s3 = s2 * s
-        position = ((2 * s3 - 3 * s2 + 1) * p0 + (s3 - 2 * s2 + s) * h * v0
-                    + (3 * s2 - 2 * s3) * p1 + (s3 - s2) * h * v1)
-        velocity = ((6 * s2 - 6 * s) * (p0 - p1) / h + (3 * s2 - 4 * s + 1) * v0
-                    + (3 * s2 - 2 * s) * v1)
+        position = (
+            (2 * s3 - 3 * s2 + 1) * p0
+            + (s3 - 2 * s2 + s) * h * v0
+            + (3 * s2 - 2 * s3) * p1
+            + (s3 - s2) * h * v1
+        )
+        velocity = (
+            (6 * s2 - 6 * s) * (p0 - p1) / h + (3 * s2 - 4 * s + 1) * v0 + (3 * s2 - 2 * s) * v1
+        )
         return position, velocity
 
 

@@ -80,10 +80,15 @@ class RealtimeReport:
 
     def to_dict(self) -> dict[str, object]:
         """Plain JSON-able form."""
-        return {'realtime': self.realtime, 'priority': self.priority,
-                'cpu_affinity': list(self.cpu_affinity), 'memory_locked': self.memory_locked,
-                'gc_frozen': self.gc_frozen, 'gc_manual': self.gc_manual,
-                'warnings': list(self.warnings)}
+        return {
+            'realtime': self.realtime,
+            'priority': self.priority,
+            'cpu_affinity': list(self.cpu_affinity),
+            'memory_locked': self.memory_locked,
+            'gc_frozen': self.gc_frozen,
+            'gc_manual': self.gc_manual,
+            'warnings': list(self.warnings),
+        }
 
 
 def set_fifo_priority(priority: int) -> str | None:
@@ -91,8 +96,10 @@ def set_fifo_priority(priority: int) -> str | None:
     try:
         os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
     except (PermissionError, OSError) as error:
-        return (f'SCHED_FIFO priority {priority} refused ({error.strerror or error}); running '
-                'best-effort. Grant CAP_SYS_NICE or an rtprio limit to get real time')
+        return (
+            f'SCHED_FIFO priority {priority} refused ({error.strerror or error}); running '
+            'best-effort. Grant CAP_SYS_NICE or an rtprio limit to get real time'
+        )
     return None
 
 
@@ -121,8 +128,10 @@ def lock_memory() -> str | None:
         return f'mlockall unavailable ({error})'
     if libc.mlockall(MCL_CURRENT | MCL_FUTURE) != 0:
         errno = ctypes.get_errno()
-        return (f'mlockall failed ({os.strerror(errno)}); page faults may delay ticks. Raise '
-                'the memlock limit (ulimit -l) to lock memory')
+        return (
+            f'mlockall failed ({os.strerror(errno)}); page faults may delay ticks. Raise '
+            'the memlock limit (ulimit -l) to lock memory'
+        )
     return None
 
 
@@ -161,8 +170,9 @@ def apply_realtime(config: RealtimeConfig) -> RealtimeReport:
     return report
 
 
-def sleep_until(deadline_s: float, spin_s: float,
-                clock: Callable[[], float] = time.monotonic) -> float:
+def sleep_until(
+    deadline_s: float, spin_s: float, clock: Callable[[], float] = time.monotonic
+) -> float:
     """Sleep until ``deadline_s - spin_s``, then spin until the deadline.
 
     Python's ``time.sleep`` uses ``clock_nanosleep`` on CLOCK_MONOTONIC on Linux; the spin

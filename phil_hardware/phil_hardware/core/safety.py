@@ -59,14 +59,22 @@ class Fault:
 
     def to_dict(self) -> dict[str, object]:
         """Plain JSON-able form."""
-        return {'code': int(self.code), 'joint': self.joint, 'reason': self.reason,
-                'time_s': self.time_s}
+        return {
+            'code': int(self.code),
+            'joint': self.joint,
+            'reason': self.reason,
+            'time_s': self.time_s,
+        }
 
     @classmethod
     def from_dict(cls, data: dict) -> Fault:
         """Inverse of :meth:`to_dict`."""
-        return cls(FaultCode(int(data['code'])), str(data['joint']), str(data['reason']),
-                   float(data['time_s']))
+        return cls(
+            FaultCode(int(data['code'])),
+            str(data['joint']),
+            str(data['reason']),
+            float(data['time_s']),
+        )
 
 
 class SendCheck(IntEnum):
@@ -102,14 +110,19 @@ class SafetyConfig:
 
     def __post_init__(self) -> None:
         """Refuse non-positive or non-finite values."""
-        for name in ('jump_limit_rad', 'can_feedback_timeout_s', 'serial_feedback_timeout_s',
-                     'fresh_feedback_s'):
+        for name in (
+            'jump_limit_rad',
+            'can_feedback_timeout_s',
+            'serial_feedback_timeout_s',
+            'fresh_feedback_s',
+        ):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0.0):
                 raise ValueError(f'safety {name} must be a positive number, got {value!r}')
         if self.over_current_frames < 1:
-            raise ValueError(f'safety over_current_frames must be >= 1, '
-                             f'got {self.over_current_frames}')
+            raise ValueError(
+                f'safety over_current_frames must be >= 1, got {self.over_current_frames}'
+            )
 
 
 @dataclass(frozen=True)
@@ -206,8 +219,7 @@ class SafetyMonitor:
         for state in self._joints:
             state.armed = False
 
-    def check_send(self, index: int, target_rad: float,
-                   now_s: float | None = None) -> SendCheck:
+    def check_send(self, index: int, target_rad: float, now_s: float | None = None) -> SendCheck:
         """TMotor pre-send check of one target; a skip or a stale measurement is counted.
 
         Args:
@@ -243,21 +255,27 @@ class SafetyMonitor:
         if not state.enabled or spec.lower_rad <= position_rad <= spec.upper_rad:
             return None
         return self.latch(
-            FaultCode.POSITION_OUT_OF_RANGE, spec.name,
+            FaultCode.POSITION_OUT_OF_RANGE,
+            spec.name,
             f'measured {math.degrees(position_rad):.2f} deg outside '
             f'[{math.degrees(spec.lower_rad):g}, {math.degrees(spec.upper_rad):g}] deg',
-            now_s)
+            now_s,
+        )
 
     def on_current(self, index: int, current_a: float, now_s: float) -> Fault | None:
         """Record a measured current; latch OVER_CURRENT on the N-th consecutive frame above."""
         state = self._joints[index]
         state.current_a = current_a
-        return self._count_over(state, abs(current_a) / state.spec.current_limit_a,
-                                f'{state.spec.current_limit_a:g} A (last {current_a:.2f} A)',
-                                now_s)
+        return self._count_over(
+            state,
+            abs(current_a) / state.spec.current_limit_a,
+            f'{state.spec.current_limit_a:g} A (last {current_a:.2f} A)',
+            now_s,
+        )
 
-    def _count_over(self, state: _JointState, ratio: float, limit_text: str,
-                    now_s: float) -> Fault | None:
+    def _count_over(
+        self, state: _JointState, ratio: float, limit_text: str, now_s: float
+    ) -> Fault | None:
         state.load_ratio = ratio
         if not ratio > 1.0 or not state.enabled:
             state.over_current_count = 0
@@ -266,9 +284,12 @@ class SafetyMonitor:
         if state.over_current_count < self.config.over_current_frames:
             return None
         return self.latch(
-            FaultCode.OVER_CURRENT, state.spec.name,
+            FaultCode.OVER_CURRENT,
+            state.spec.name,
             f'{state.over_current_count} consecutive frames above {limit_text}; check for a '
-            'blocked joint or a collision', now_s)
+            'blocked joint or a collision',
+            now_s,
+        )
 
     def on_motor_error(self, index: int, error_text: str, now_s: float) -> Fault | None:
         """Record the motor's own error indicator ('' = healthy); latch MOTOR_ERROR when set."""
@@ -287,10 +308,12 @@ class SafetyMonitor:
             silence = now_s - state.last_feedback_s
             if silence > state.spec.feedback_timeout_s:
                 fault = self.latch(
-                    FaultCode.FEEDBACK_TIMEOUT, state.spec.name,
+                    FaultCode.FEEDBACK_TIMEOUT,
+                    state.spec.name,
                     f'no feedback for {silence * 1e3:.0f} ms (timeout '
                     f'{state.spec.feedback_timeout_s * 1e3:.0f} ms); check power and wiring',
-                    now_s)
+                    now_s,
+                )
                 if fault is not None:
                     latched.append(fault)
         return latched
@@ -299,8 +322,12 @@ class SafetyMonitor:
         """Latch INVALID_TARGET when any enabled joint's target is NaN or infinite."""
         for state, value in zip(self._joints, targets_rad, strict=True):
             if state.enabled and not math.isfinite(value):
-                return self.latch(FaultCode.INVALID_TARGET, state.spec.name,
-                                  f'target {value!r} is not finite', now_s)
+                return self.latch(
+                    FaultCode.INVALID_TARGET,
+                    state.spec.name,
+                    f'target {value!r} is not finite',
+                    now_s,
+                )
         return None
 
     def estop(self, now_s: float, reason: str = 'emergency stop requested') -> Fault | None:
@@ -315,9 +342,12 @@ class SafetyMonitor:
         Returns:
             The new fault, or None when it was already latched.
         """
-        if any(f.code == code and f.joint == joint
-               and (code != FaultCode.PROCESS_DIED or f.reason == reason)
-               for f in self._faults):
+        if any(
+            f.code == code
+            and f.joint == joint
+            and (code != FaultCode.PROCESS_DIED or f.reason == reason)
+            for f in self._faults
+        ):
             return None
         fault = Fault(code, joint, reason, now_s)
         self._faults.append(fault)
@@ -334,13 +364,15 @@ class SafetyMonitor:
             return None
         spec = state.spec
         if code == FaultCode.POSITION_OUT_OF_RANGE and not (
-                spec.lower_rad <= state.measured_rad <= spec.upper_rad):
+            spec.lower_rad <= state.measured_rad <= spec.upper_rad
+        ):
             degrees = math.degrees(state.measured_rad)
             return f'{spec.name} is still out of range ({degrees:.2f} deg)'
         if code == FaultCode.OVER_CURRENT and state.load_ratio > 1.0:
             return f'{spec.name} current is still above the limit'
         if code == FaultCode.FEEDBACK_TIMEOUT and not (
-                now_s - state.last_feedback_s <= spec.feedback_timeout_s):
+            now_s - state.last_feedback_s <= spec.feedback_timeout_s
+        ):
             return f'{spec.name} still sends no feedback'
         if code == FaultCode.MOTOR_ERROR and state.motor_error:
             return f'{spec.name} still reports: {state.motor_error}'

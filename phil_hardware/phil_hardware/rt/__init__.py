@@ -11,5 +11,11 @@ from .client import BusLoopClient, BusLoopError, CommandResult
 from .config import BusLoopConfig
 from .snapshot import BusCounters, BusSnapshot
 
-__all__ = ['BusCounters', 'BusLoopClient', 'BusLoopConfig', 'BusLoopError', 'BusSnapshot',
-           'CommandResult']
+__all__ = [
+    'BusCounters',
+    'BusLoopClient',
+    'BusLoopConfig',
+    'BusLoopError',
+    'BusSnapshot',
+    'CommandResult',
+]

@@ -103,13 +103,17 @@ class BusLoopClient:
                 self._estop_word = EstopWord.attach(self.config.estop_word)
             else:  # nobody else needs to reach this loop's ESTOP: a word of its own
                 self._estop_word = EstopWord.create(
-                    f'phil_estop_private_{os.getpid()}_{secrets.token_hex(4)}')
+                    f'phil_estop_private_{os.getpid()}_{secrets.token_hex(4)}'
+                )
                 self.config = replace(self.config, estop_word=self._estop_word.path.name)
             self._exchange = StateExchange(self._layout)
             self._conn, child = context.Pipe(duplex=True)
-            self._process = context.Process(target=process.run, name='phil-bus-loop',
-                                            args=(self.config, child, self._exchange.name),
-                                            daemon=True)
+            self._process = context.Process(
+                target=process.run,
+                name='phil-bus-loop',
+                args=(self.config, child, self._exchange.name),
+                daemon=True,
+            )
             report = self._spawn_and_wait_ready(child)
         except BaseException:
             # Ctrl-C (or a failed start), wherever it lands, must not leave a half-started
@@ -120,8 +124,9 @@ class BusLoopClient:
             raise
         self.realtime_report = report
         self._wire = CommandWire(self._conn.fileno(), self._fail, SEND_QUEUE_SIZE)
-        thread = threading.Thread(target=self._receive_loop, name='phil-bus-loop-receiver',
-                                  daemon=True)
+        thread = threading.Thread(
+            target=self._receive_loop, name='phil-bus-loop-receiver', daemon=True
+        )
         thread.start()
         self._threads.append(thread)
         return self
@@ -130,14 +135,17 @@ class BusLoopClient:
         self._spawn(child)
         parent = self._conn
         if not parent.poll(self.config.start_timeout_s):
-            raise BusLoopError(f'bus loop did not start within {self.config.start_timeout_s} s '
-                               f'(exit code {self._process.exitcode})')
+            raise BusLoopError(
+                f'bus loop did not start within {self.config.start_timeout_s} s '
+                f'(exit code {self._process.exitcode})'
+            )
         try:
             tag, report = parent.recv()
         except (EOFError, OSError) as error:
             self._process.join(2.0)
-            raise BusLoopError(f'bus loop exited during start-up (exit code '
-                               f'{self._process.exitcode})') from error
+            raise BusLoopError(
+                f'bus loop exited during start-up (exit code {self._process.exitcode})'
+            ) from error
         if tag != 'ready':
             raise BusLoopError(f'unexpected start-up message {tag!r}')
         return report
@@ -171,8 +179,11 @@ class BusLoopClient:
             raise BusLoopError(f'bus loop process could not be spawned: {failures[0]}')
 
     def _abort_start(self) -> None:
-        if self._process is not None and self._process.pid is not None \
-                and self._process.is_alive():
+        if (
+            self._process is not None
+            and self._process.pid is not None
+            and self._process.is_alive()
+        ):
             self._process.kill()
             self._process.join(2.0)
         if self._conn is not None:

@@ -23,8 +23,8 @@ import threading
 from collections.abc import Callable
 
 MAX_FRAME_BYTES = 0x7FFFFFFF  # the 4-byte length field (larger frames use another header)
-_LONG_FRAME = -1              # Connection's header for larger frames: -1, then an 8-byte length
-NO_MESSAGE = object()         # CommandReader.next_message(): nothing complete has arrived
+_LONG_FRAME = -1  # Connection's header for larger frames: -1, then an 8-byte length
+NO_MESSAGE = object()  # CommandReader.next_message(): nothing complete has arrived
 
 
 def encode_frame(message: object) -> bytes:
@@ -45,15 +45,17 @@ class CommandWire:
         queue_size: Commands that may wait for the sender thread.
     """
 
-    def __init__(self, fileno: int, on_failure: Callable[[object, str], None],
-                 queue_size: int) -> None:
+    def __init__(
+        self, fileno: int, on_failure: Callable[[object, str], None], queue_size: int
+    ) -> None:
         self._socket = socket.socket(fileno=os.dup(fileno))
         self._on_failure = on_failure
         self._outbox: queue.Queue = queue.Queue(queue_size)
         self._lock = threading.Lock()
         self._waiting = 0  # commands in the outbox or being written by the sender thread
-        self._thread = threading.Thread(target=self._send_loop, name='phil-bus-loop-sender',
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self._send_loop, name='phil-bus-loop-sender', daemon=True
+        )
         self._thread.start()
 
     def send(self, tag: object, message: object) -> None:

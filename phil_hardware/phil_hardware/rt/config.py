@@ -52,8 +52,12 @@ class BusLoopConfig:
 
     def __post_init__(self) -> None:
         """Validate once."""
-        for name in ('snapshot_every_ticks', 'stats_window_ticks', 'commands_per_tick',
-                     'gc_every_ticks'):
+        for name in (
+            'snapshot_every_ticks',
+            'stats_window_ticks',
+            'commands_per_tick',
+            'gc_every_ticks',
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f'{name} must be >= 1, got {getattr(self, name)}')
         if not 0.0 <= self.node_timeout_s < 60.0:
@@ -62,12 +66,16 @@ class BusLoopConfig:
             raise ValueError('trace_capacity must be >= 0 and start_timeout_s > 0')
         tick_s = self.controller.cycle.tick_s
         if not 0.0 <= self.spare_reserve_s < tick_s:
-            raise ValueError(f'spare_reserve_s must be in [0, {tick_s}) s (the tick), got '
-                             f'{self.spare_reserve_s}')
+            raise ValueError(
+                f'spare_reserve_s must be in [0, {tick_s}) s (the tick), got '
+                f'{self.spare_reserve_s}'
+            )
         if self.command_max_wait_ticks < 0:
-            raise ValueError('command_max_wait_ticks must be >= 0, got '
-                             f'{self.command_max_wait_ticks}')
+            raise ValueError(
+                f'command_max_wait_ticks must be >= 0, got {self.command_max_wait_ticks}'
+            )
         rate_hz = 1.0 / (self.controller.cycle.tick_s * self.snapshot_every_ticks)
         if rate_hz < 100.0:
-            raise ValueError(f'snapshot rate {rate_hz:.0f} Hz is below 100 Hz; lower '
-                             'snapshot_every_ticks')
+            raise ValueError(
+                f'snapshot rate {rate_hz:.0f} Hz is below 100 Hz; lower snapshot_every_ticks'
+            )

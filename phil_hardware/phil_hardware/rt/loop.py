@@ -49,7 +49,7 @@ EXIT_NODE_GONE = 2
 EXIT_TERMINATED = 3
 OLDER_GENERATION_EVERY = 10  # every tenth collection also takes generation 1
 NODE_CHECK_EVERY_TICKS = 100  # the node's process state (/proc), in spare time
-ESTOP_ROUTES_WINDOW_S = 0.2   # ESTOP word changes this close together are one ESTOP
+ESTOP_ROUTES_WINDOW_S = 0.2  # ESTOP word changes this close together are one ESTOP
 
 
 def quiet_phase(cycle: CycleConfig, every: int) -> int:
@@ -68,11 +68,17 @@ def quiet_phase(cycle: CycleConfig, every: int) -> int:
 class BusLoop:
     """Runs one controller at a fixed period until told to stop or the node goes away."""
 
-    def __init__(self, config: BusLoopConfig, controller: BusController,
-                 exchange: StateExchange, conn: Any, report: RealtimeReport,
-                 clock: Callable[[], float] = time.monotonic,
-                 after_command: Callable[[], None] | None = None,
-                 estop_word: Any = None) -> None:
+    def __init__(
+        self,
+        config: BusLoopConfig,
+        controller: BusController,
+        exchange: StateExchange,
+        conn: Any,
+        report: RealtimeReport,
+        clock: Callable[[], float] = time.monotonic,
+        after_command: Callable[[], None] | None = None,
+        estop_word: Any = None,
+    ) -> None:
         """Bind everything the loop needs.
 
         Args:
@@ -108,7 +114,7 @@ class BusLoop:
         self._node_beats = exchange.node_heartbeats()
         self._node_seen_s = clock()
         self._node_silent = False
-        self._node_pid = os.getppid()   # the hardware node that spawned this process
+        self._node_pid = os.getppid()  # the hardware node that spawned this process
         self._ticks_since_node_check = 0
         self._stopping = False
         self._terminate_requested = False
@@ -236,15 +242,26 @@ class BusLoop:
         """Write the snapshot."""
         self._last_publish = now
         stats = self.stats
-        self.writer.publish(now, {
-            'realtime': self.report.realtime, 'tick_p50_s': stats.p50_s,
-            'tick_p99_s': stats.p99_s, 'tick_max_s': stats.max_s, 'tick_window': stats.window,
-            'work_p99_s': stats.work_p99_s, 'work_max_s': stats.work_max_s,
-            'overruns': self.overruns, 'missed_ticks': self.missed_ticks,
-            'loop_errors': self.loop_errors, 'commands_handled': self.commands_handled,
-            'trace_count': self.trace_count, 'estop_seen': self._estop_seen,
-            'estop_seen_s': self._estop_seen_s,
-        }, {'realtime': self.report.to_dict(), 'last_error': self.last_error})
+        self.writer.publish(
+            now,
+            {
+                'realtime': self.report.realtime,
+                'tick_p50_s': stats.p50_s,
+                'tick_p99_s': stats.p99_s,
+                'tick_max_s': stats.max_s,
+                'tick_window': stats.window,
+                'work_p99_s': stats.work_p99_s,
+                'work_max_s': stats.work_max_s,
+                'overruns': self.overruns,
+                'missed_ticks': self.missed_ticks,
+                'loop_errors': self.loop_errors,
+                'commands_handled': self.commands_handled,
+                'trace_count': self.trace_count,
+                'estop_seen': self._estop_seen,
+                'estop_seen_s': self._estop_seen_s,
+            },
+            {'realtime': self.report.to_dict(), 'last_error': self.last_error},
+        )
 
     def _pump(self) -> None:
         # Called while a lifecycle sequence waits: keep the node informed, honour ESTOP.
@@ -275,14 +292,16 @@ class BusLoop:
         silent_s = now - self._node_seen_s
         timeout = self.config.node_timeout_s
         if timeout and silent_s > timeout:
-            self._node_down(f'hardware node stopped responding (no heartbeat for '
-                            f'{silent_s:.2f} s: it hangs)')
+            self._node_down(
+                f'hardware node stopped responding (no heartbeat for {silent_s:.2f} s: it hangs)'
+            )
 
     def _check_node_process(self) -> None:
         """The node's process stopped (SIGSTOP): hold at once (a dead one closes the pipe)."""
         if self.config.node_timeout_s and process_state(self._node_pid) == STOPPED:
-            self._node_down(f'hardware node is stopped (its process {self._node_pid} does not '
-                            'run)')
+            self._node_down(
+                f'hardware node is stopped (its process {self._node_pid} does not run)'
+            )
 
     def _node_down(self, why: str) -> None:
         if not self._node_silent and self.controller.lifecycle is Lifecycle.ACTIVE:
@@ -293,8 +312,10 @@ class BusLoop:
         self.loop_errors += 1
         self.last_error = f'{type(error).__name__}: {error}'
         safety = self.controller.safety
-        if safety.latch(FaultCode.UNKNOWN, '', f'bus loop error: {self.last_error}',
-                        now) is not None:
+        if (
+            safety.latch(FaultCode.UNKNOWN, '', f'bus loop error: {self.last_error}', now)
+            is not None
+        ):
             self.controller.enter_hold()
 
     # -- commands ----------------------------------------------------------------------------

@@ -52,8 +52,9 @@ def run(config: BusLoopConfig, conn: Any, shm_name: str) -> None:
     """Child-process main: runs the loop and exits with its code (0 = orderly shutdown)."""
     exchange = StateExchange(snapshot_layout(config), shm_name, create=False)
     estop_word = EstopWord.attach(config.estop_word)
-    controller = BusController(config.controller,
-                               lambda: open_transports(config.controller, controller.warn))
+    controller = BusController(
+        config.controller, lambda: open_transports(config.controller, controller.warn)
+    )
     report = apply_realtime(config.realtime)
     for warning in report.warnings:
         controller.warn(warning)
@@ -66,8 +67,9 @@ def run(config: BusLoopConfig, conn: Any, shm_name: str) -> None:
             gc.collect()
             gc.freeze()
 
-    loop = BusLoop(config, controller, exchange, conn, report, after_command=refreeze,
-                   estop_word=estop_word)
+    loop = BusLoop(
+        config, controller, exchange, conn, report, after_command=refreeze, estop_word=estop_word
+    )
     # Only the node decides when the loop stops: a Ctrl-C meant for the node (a terminal sends
     # it to the whole process group) must not kill the loop mid-tick. SIGTERM (also what
     # multiprocessing sends a daemon child when the node's interpreter exits) stops it after

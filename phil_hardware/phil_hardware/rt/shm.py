@@ -26,24 +26,78 @@ from multiprocessing import shared_memory
 import numpy as np
 
 SHARED_BLOCK_PREFIX = 'phil_bus_loop_'
-JOINT_FIELDS = ('position_rad', 'velocity_rad_s', 'current_a', 'torque_mnm', 'temperature_c',
-                'target_rad', 'target_velocity_rad_s', 'mode', 'statusword', 'error_code',
-                'connected', 'present', 'last_feedback_s', 'feedback_count')
-SCALAR_FIELDS = ('time_s', 'publish_count', 'ticks', 'lifecycle', 'realtime', 'estop', 'holding',
-                 'tick_p50_s', 'tick_p99_s', 'tick_max_s', 'tick_window', 'work_p99_s',
-                 'work_max_s', 'overruns',
-                 'missed_ticks', 'loop_errors', 'queued_chunks', 'queue_end_s',
-                 'active_sequence', 'chunks_accepted', 'chunks_rejected', 'chunks_superseded',
-                 'frames_rejected', 'frames_unexpected', 'frames_skipped', 'sdo_aborts',
-                 'mode_switches', 'dxl_missed_replies', 'commands_handled', 'trace_count',
-                 'estop_seen', 'estop_seen_s', 'text_version')
-BUS_FIELDS = ('frames_sent', 'frames_received', 'bits_sent', 'bits_received', 'send_errors',
-              'receive_errors', 'echoes')
-LIFECYCLE_CODES = ('unconfigured', 'configuring', 'inactive', 'activating', 'active',
-                   'deactivating', 'finalized')
+JOINT_FIELDS = (
+    'position_rad',
+    'velocity_rad_s',
+    'current_a',
+    'torque_mnm',
+    'temperature_c',
+    'target_rad',
+    'target_velocity_rad_s',
+    'mode',
+    'statusword',
+    'error_code',
+    'connected',
+    'present',
+    'last_feedback_s',
+    'feedback_count',
+)
+SCALAR_FIELDS = (
+    'time_s',
+    'publish_count',
+    'ticks',
+    'lifecycle',
+    'realtime',
+    'estop',
+    'holding',
+    'tick_p50_s',
+    'tick_p99_s',
+    'tick_max_s',
+    'tick_window',
+    'work_p99_s',
+    'work_max_s',
+    'overruns',
+    'missed_ticks',
+    'loop_errors',
+    'queued_chunks',
+    'queue_end_s',
+    'active_sequence',
+    'chunks_accepted',
+    'chunks_rejected',
+    'chunks_superseded',
+    'frames_rejected',
+    'frames_unexpected',
+    'frames_skipped',
+    'sdo_aborts',
+    'mode_switches',
+    'dxl_missed_replies',
+    'commands_handled',
+    'trace_count',
+    'estop_seen',
+    'estop_seen_s',
+    'text_version',
+)
+BUS_FIELDS = (
+    'frames_sent',
+    'frames_received',
+    'bits_sent',
+    'bits_received',
+    'send_errors',
+    'receive_errors',
+    'echoes',
+)
+LIFECYCLE_CODES = (
+    'unconfigured',
+    'configuring',
+    'inactive',
+    'activating',
+    'active',
+    'deactivating',
+    'finalized',
+)
 
-_HEADER_WORDS = 8          # seq, crc, text_len, ...
-_CONTROL_WORDS = 8         # node_heartbeat, ...
+_HEADER_WORDS = 8  # seq, crc, text_len, ...
+_CONTROL_WORDS = 8  # node_heartbeat, ...
 TEXT_CAPACITY = 32 * 1024
 _SEQ, _CRC, _TEXT_LEN = 0, 1, 2
 NODE_HEARTBEAT = 0
@@ -85,8 +139,9 @@ class SnapshotLayout:
 class StateExchange:
     """The shared block, seen from either side. Create in the node, attach in the loop."""
 
-    def __init__(self, layout: SnapshotLayout, name: str | None = None,
-                 create: bool = True) -> None:
+    def __init__(
+        self, layout: SnapshotLayout, name: str | None = None, create: bool = True
+    ) -> None:
         """Create (zeroed) or attach the shared block.
 
         Args:
@@ -99,7 +154,7 @@ class StateExchange:
         if create:
             unique = f'{SHARED_BLOCK_PREFIX}{os.getpid()}_{secrets.token_hex(4)}'
             self.shm = shared_memory.SharedMemory(unique, create=True, size=layout.size)
-            self.shm.buf[:layout.size] = bytes(layout.size)
+            self.shm.buf[: layout.size] = bytes(layout.size)
         else:
             self.shm = shared_memory.SharedMemory(name=name)
         buf = self.shm.buf
@@ -107,9 +162,9 @@ class StateExchange:
         self.header = np.ndarray((_HEADER_WORDS,), np.uint64, buf, layout.header_offset)
         self.values = np.ndarray((layout.value_count,), np.float64, buf, layout.values_offset)
         self.trace = np.ndarray((layout.trace_capacity,), np.float64, buf, layout.trace_offset)
-        self._payload = buf[layout.values_offset:layout.trace_offset]
-        self._values_bytes = buf[layout.values_offset:layout.text_offset]
-        self._text = buf[layout.text_offset:layout.trace_offset]
+        self._payload = buf[layout.values_offset : layout.trace_offset]
+        self._values_bytes = buf[layout.values_offset : layout.text_offset]
+        self._text = buf[layout.text_offset : layout.trace_offset]
         self._owner = create
         self._text_len = 0
 
@@ -129,14 +184,14 @@ class StateExchange:
         data = text.encode()
         if len(data) > TEXT_CAPACITY:
             data = json.dumps({'error': 'status text too long', 'size': len(data)}).encode()
-        self._text[:len(data)] = data
+        self._text[: len(data)] = data
         self._text_len = len(data)
         self.header[_TEXT_LEN] = np.uint64(len(data))
 
     def end_write(self) -> None:
         """Seal the snapshot: CRC of the payload, then sequence even."""
         crc = zlib.crc32(self._values_bytes)
-        crc = zlib.crc32(self._text[:self._text_len], crc)
+        crc = zlib.crc32(self._text[: self._text_len], crc)
         self.header[_CRC] = np.uint64(crc)
         self.header[_SEQ] += np.uint64(1)
 

@@ -86,7 +86,7 @@ class BusSnapshot:
     loop_errors: int
     commands_handled: int
     trace_count: int
-    estop_seen: int = 0             # ESTOP word count the loop has acted on
+    estop_seen: int = 0  # ESTOP word count the loop has acted on
     estop_seen_s: float = math.nan  # when it acted on the latest ESTOP (robot monotonic, s)
     buses: dict[str, BusCounters] = field(default_factory=dict)
     realtime_report: dict = field(default_factory=dict)
@@ -109,8 +109,9 @@ class BusSnapshot:
         return tuple(self.realtime_report.get('can_buses', ()))
 
 
-def decode_snapshot(layout: SnapshotLayout, joint_names: tuple[str, ...], values: np.ndarray,
-                    text: dict) -> BusSnapshot:
+def decode_snapshot(
+    layout: SnapshotLayout, joint_names: tuple[str, ...], values: np.ndarray, text: dict
+) -> BusSnapshot:
     """Build a :class:`BusSnapshot` from a consistent copy of the shared block."""
     slots = layout.slots
 
@@ -123,41 +124,69 @@ def decode_snapshot(layout: SnapshotLayout, joint_names: tuple[str, ...], values
     def count(name: str) -> int:
         return int(values[slots[name].start])
 
-    buses = {bus: BusCounters(*(int(values[slots[f'{bus}.{f}'].start]) for f in BUS_FIELDS))
-             for bus in layout.buses}
+    buses = {
+        bus: BusCounters(*(int(values[slots[f'{bus}.{f}'].start]) for f in BUS_FIELDS))
+        for bus in layout.buses
+    }
     lifecycle_code = count('lifecycle')
     report = dict(text.get('realtime', {}))
     report['can_buses'] = text.get('can_buses', [])
     return BusSnapshot(
-        time_s=scalar('time_s'), publish_count=count('publish_count'), ticks=count('ticks'),
+        time_s=scalar('time_s'),
+        publish_count=count('publish_count'),
+        ticks=count('ticks'),
         lifecycle=LIFECYCLE_CODES[lifecycle_code] if 0 <= lifecycle_code < 7 else 'unknown',
-        realtime=bool(count('realtime')), estop=bool(count('estop')),
-        holding=bool(count('holding')), joint_names=joint_names,
-        positions_rad=joints('position_rad'), velocities_rad_s=joints('velocity_rad_s'),
-        currents_a=joints('current_a'), torques_mnm=joints('torque_mnm'),
-        temperatures_c=joints('temperature_c'), targets_rad=joints('target_rad'),
-        target_velocities_rad_s=joints('target_velocity_rad_s'), modes=joints('mode', int),
-        statuswords=joints('statusword', int), error_codes=joints('error_code', int),
-        connected=joints('connected', bool), present=joints('present', bool),
-        last_feedback_s=joints('last_feedback_s'), feedback_counts=joints('feedback_count', int),
+        realtime=bool(count('realtime')),
+        estop=bool(count('estop')),
+        holding=bool(count('holding')),
+        joint_names=joint_names,
+        positions_rad=joints('position_rad'),
+        velocities_rad_s=joints('velocity_rad_s'),
+        currents_a=joints('current_a'),
+        torques_mnm=joints('torque_mnm'),
+        temperatures_c=joints('temperature_c'),
+        targets_rad=joints('target_rad'),
+        target_velocities_rad_s=joints('target_velocity_rad_s'),
+        modes=joints('mode', int),
+        statuswords=joints('statusword', int),
+        error_codes=joints('error_code', int),
+        connected=joints('connected', bool),
+        present=joints('present', bool),
+        last_feedback_s=joints('last_feedback_s'),
+        feedback_counts=joints('feedback_count', int),
         motor_status=tuple(text.get('motor_status', [''] * len(joint_names))),
         faults=tuple(Fault.from_dict(f) for f in text.get('faults', [])),
         missing_motors=tuple(text.get('missing', [])),
-        queued_chunks=count('queued_chunks'), queue_end_s=scalar('queue_end_s'),
-        active_sequence=count('active_sequence'), chunks_accepted=count('chunks_accepted'),
-        chunks_rejected=count('chunks_rejected'), chunks_superseded=count('chunks_superseded'),
+        queued_chunks=count('queued_chunks'),
+        queue_end_s=scalar('queue_end_s'),
+        active_sequence=count('active_sequence'),
+        chunks_accepted=count('chunks_accepted'),
+        chunks_rejected=count('chunks_rejected'),
+        chunks_superseded=count('chunks_superseded'),
         last_reject_reason=str(text.get('last_reject_reason', '')),
-        frames_rejected=count('frames_rejected'), frames_unexpected=count('frames_unexpected'),
-        frames_skipped=count('frames_skipped'), sdo_aborts=count('sdo_aborts'),
-        mode_switches=count('mode_switches'), dxl_missed_replies=count('dxl_missed_replies'),
-        tick_p50_s=scalar('tick_p50_s'), tick_p99_s=scalar('tick_p99_s'),
-        tick_max_s=scalar('tick_max_s'), tick_window=count('tick_window'),
-        work_p99_s=scalar('work_p99_s'), work_max_s=scalar('work_max_s'),
-        overruns=count('overruns'), missed_ticks=count('missed_ticks'),
-        loop_errors=count('loop_errors'), commands_handled=count('commands_handled'),
-        trace_count=count('trace_count'), estop_seen=count('estop_seen'),
-        estop_seen_s=scalar('estop_seen_s'), buses=buses, realtime_report=report,
-        messages=tuple(text.get('messages', [])), last_error=str(text.get('last_error', '')),
+        frames_rejected=count('frames_rejected'),
+        frames_unexpected=count('frames_unexpected'),
+        frames_skipped=count('frames_skipped'),
+        sdo_aborts=count('sdo_aborts'),
+        mode_switches=count('mode_switches'),
+        dxl_missed_replies=count('dxl_missed_replies'),
+        tick_p50_s=scalar('tick_p50_s'),
+        tick_p99_s=scalar('tick_p99_s'),
+        tick_max_s=scalar('tick_max_s'),
+        tick_window=count('tick_window'),
+        work_p99_s=scalar('work_p99_s'),
+        work_max_s=scalar('work_max_s'),
+        overruns=count('overruns'),
+        missed_ticks=count('missed_ticks'),
+        loop_errors=count('loop_errors'),
+        commands_handled=count('commands_handled'),
+        trace_count=count('trace_count'),
+        estop_seen=count('estop_seen'),
+        estop_seen_s=scalar('estop_seen_s'),
+        buses=buses,
+        realtime_report=report,
+        messages=tuple(text.get('messages', [])),
+        last_error=str(text.get('last_error', '')),
     )
 
 
@@ -179,15 +208,17 @@ class SnapshotWriter:
     def status_text(self, extra: dict) -> str:
         """The JSON text part (faults, missing motors, statuses, messages)."""
         ctl = self.controller
-        return json.dumps({
-            'faults': [f.to_dict() for f in ctl.faults()],
-            'missing': list(ctl.missing),
-            'motor_status': list(ctl.measured.status),
-            'last_reject_reason': ctl.queue.last_reject_reason,
-            'messages': list(ctl.messages),
-            'can_buses': list(self.can_buses),
-            **extra,
-        })
+        return json.dumps(
+            {
+                'faults': [f.to_dict() for f in ctl.faults()],
+                'missing': list(ctl.missing),
+                'motor_status': list(ctl.measured.status),
+                'last_reject_reason': ctl.queue.last_reject_reason,
+                'messages': list(ctl.messages),
+                'can_buses': list(self.can_buses),
+                **extra,
+            }
+        )
 
     def publish(self, now: float, loop_values: dict[str, float], extra_text: dict) -> None:
         """Write one snapshot (seqlock begin ... end)."""
@@ -217,15 +248,22 @@ class SnapshotWriter:
         counters = ctl.counters
         index = self._index
         scalars = {
-            'time_s': now, 'publish_count': self.publish_count, 'ticks': counters.ticks,
+            'time_s': now,
+            'publish_count': self.publish_count,
+            'ticks': counters.ticks,
             'lifecycle': LIFECYCLE_CODES.index(ctl.lifecycle.value),
-            'estop': ctl.safety.estop_latched, 'holding': ctl.holding,
-            'queued_chunks': queue.queued, 'queue_end_s': queue.queue_end_s,
-            'active_sequence': queue.active_sequence, 'chunks_accepted': queue.accepted,
-            'chunks_rejected': queue.rejected, 'chunks_superseded': queue.superseded,
+            'estop': ctl.safety.estop_latched,
+            'holding': ctl.holding,
+            'queued_chunks': queue.queued,
+            'queue_end_s': queue.queue_end_s,
+            'active_sequence': queue.active_sequence,
+            'chunks_accepted': queue.accepted,
+            'chunks_rejected': queue.rejected,
+            'chunks_superseded': queue.superseded,
             'frames_rejected': counters.frames_rejected,
             'frames_unexpected': counters.frames_unexpected,
-            'frames_skipped': ctl.frames_skipped, 'sdo_aborts': counters.sdo_aborts,
+            'frames_skipped': ctl.frames_skipped,
+            'sdo_aborts': counters.sdo_aborts,
             'mode_switches': counters.mode_switches,
             'dxl_missed_replies': sum(b.missed_replies for b in ctl.dxl_banks.values()),
             **loop_values,
@@ -247,9 +285,16 @@ class SnapshotWriter:
             values[index[f'{bus}.bits_received']] = transport.bytes_received * 10
             values[index[f'{bus}.send_errors']] = transport.write_errors
             values[index[f'{bus}.receive_errors']] = transport.read_errors
-        key = (len(ctl.safety.faults), ctl.safety.counters.faults_latched, queue.rejected,
-               len(ctl.messages), ctl.lifecycle, tuple(m.status), tuple(ctl.missing),
-               tuple(sorted(extra_text.items())) if extra_text else ())
+        key = (
+            len(ctl.safety.faults),
+            ctl.safety.counters.faults_latched,
+            queue.rejected,
+            len(ctl.messages),
+            ctl.lifecycle,
+            tuple(m.status),
+            tuple(ctl.missing),
+            tuple(sorted(extra_text.items())) if extra_text else (),
+        )
         if key != self._text_key:
             self._text_key = key
             self._text_version += 1

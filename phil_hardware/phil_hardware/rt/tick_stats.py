@@ -34,8 +34,9 @@ class TickStats:
 
     def __init__(self, window: int) -> None:
         """Create two empty buffers of ``window`` samples."""
-        self._buffers = [(array('d', bytes(8 * window)), array('d', bytes(8 * window)))
-                         for _ in range(2)]
+        self._buffers = [
+            (array('d', bytes(8 * window)), array('d', bytes(8 * window))) for _ in range(2)
+        ]
         self._recording = 0
         self._count = 0
         self._full: int | None = None  # buffer waiting for its summary

@@ -59,8 +59,10 @@ class SimDevice:
         start = self.motor.initial_position_rad if initial_joint_rad is None else initial_joint_rad
         stops = sorted(
             self.motor.joint_to_motor_rad(limit)
-            for limit in (joint.lower_rad - end_stop_margin_rad,
-                          joint.upper_rad + end_stop_margin_rad)
+            for limit in (
+                joint.lower_rad - end_stop_margin_rad,
+                joint.upper_rad + end_stop_margin_rad,
+            )
         )
         self.axis = Axis(
             self.motor.joint_to_motor_rad(start),

@@ -167,8 +167,9 @@ class DynamixelServo(SimDevice):
     def refresh(self) -> None:
         """Update the live fields of the table from the axis and the injected faults."""
         axis = self.axis
-        self._put(ControlTable.PRESENT_POSITION, 4, self._present_tick(
-            self._reported_motor_rad(0.0)))
+        self._put(
+            ControlTable.PRESENT_POSITION, 4, self._present_tick(self._reported_motor_rad(0.0))
+        )
         # Ticks grow against the motor angle in this robot's convention, so does the velocity.
         self._put(PRESENT_VELOCITY, 4, round(-axis.velocity_rad_s / VELOCITY_UNIT_RAD_S))
         current_a = -axis.acceleration_rad_s2 * self.config.torque_per_accel_a_s2_per_rad

@@ -90,8 +90,13 @@ class Epos4DeviceConfig:
             raise ValueError('Epos4DeviceConfig.efficiency must be in (0, 1]')
         if not self.rotor_inertia_kg_m2 > 0:
             raise ValueError('Epos4DeviceConfig.rotor_inertia_kg_m2 must be > 0')
-        for name in ('csp_time_constant_s', 'extra_inertia_kg_m2', 'coulomb_nm',
-                     'viscous_nm_s_per_rad', 'end_stop_margin_rad'):
+        for name in (
+            'csp_time_constant_s',
+            'extra_inertia_kg_m2',
+            'coulomb_nm',
+            'viscous_nm_s_per_rad',
+            'end_stop_margin_rad',
+        ):
             if not getattr(self, name) >= 0:
                 raise ValueError(f'Epos4DeviceConfig.{name} must be >= 0')
 
@@ -194,8 +199,10 @@ class Epos4Device(SimDevice):
             mode = self.objects.mode
             if mode == ModeOfOperation.HOMING:
                 bits |= self._homing_bits
-            elif mode in (ModeOfOperation.CYCLIC_SYNC_POSITION,
-                          ModeOfOperation.CYCLIC_SYNC_TORQUE):
+            elif mode in (
+                ModeOfOperation.CYCLIC_SYNC_POSITION,
+                ModeOfOperation.CYCLIC_SYNC_TORQUE,
+            ):
                 bits |= cia402.MODE_SPECIFIC_12_BIT
         return cia402.statusword(self.power_state, bits)
 
@@ -267,8 +274,11 @@ class Epos4Device(SimDevice):
             if len(frame.data) != SDO_LENGTH:
                 return self._reject(frame, 'SDO request must have 8 data bytes')
             return self._transmit(self._handle_sdo(frame))
-        rpdo_ids = (epos4.RPDO_CONTROLWORD_BASE + node, epos4.RPDO_TARGET_POSITION_BASE + node,
-                    epos4.RPDO_TARGET_TORQUE_BASE + node)
+        rpdo_ids = (
+            epos4.RPDO_CONTROLWORD_BASE + node,
+            epos4.RPDO_TARGET_POSITION_BASE + node,
+            epos4.RPDO_TARGET_TORQUE_BASE + node,
+        )
         if cob_id in rpdo_ids and self.nmt_state is NmtState.OPERATIONAL:
             self._handle_rpdo(frame)
         return []
@@ -364,17 +374,16 @@ class Epos4Device(SimDevice):
             self.axis.follow_position(self._target_rad, self.config.csp_time_constant_s, dt_s)
         elif mode == ModeOfOperation.CYCLIC_SYNC_TORQUE:
             output_nm = (
-                self._torque_command_mnm / 1000.0
-                * self.params.gear_ratio
-                * self.config.efficiency
+                self._torque_command_mnm / 1000.0 * self.params.gear_ratio * self.config.efficiency
             )
             self.axis.apply_torque(output_nm + self._external_drive_nm(), self._load, dt_s)
         else:
             self.axis.hold(dt_s)  # homing method 37 and the unsimulated modes do not move
 
 
-def wrist_gravity_torque_nm(mass_kg: float, lever_m: float, gravity_m_s2: float,
-                            arm_angles_rad: Callable[[], float]) -> Callable[[], float]:
+def wrist_gravity_torque_nm(
+    mass_kg: float, lever_m: float, gravity_m_s2: float, arm_angles_rad: Callable[[], float]
+) -> Callable[[], float]:
     """Return a callable giving the wrist's gravity load in joint coordinates [N m].
 
     The stick and hand are a point mass ``mass_kg`` at ``lever_m`` from the wrist axis; with the

@@ -101,8 +101,13 @@ class ImpactConfig:
         for name in ('radius_scale', 'full_scale_speed_m_s', 'full_scale_pedal_speed_rad_s'):
             if not getattr(self, name) > 0:
                 raise ValueError(f'ImpactConfig.{name} must be > 0')
-        for name in ('rearm_height_m', 'min_interval_s', 'pedal_tolerance_rad',
-                     'pedal_rearm_rad', 'hand_tolerance_m'):
+        for name in (
+            'rearm_height_m',
+            'min_interval_s',
+            'pedal_tolerance_rad',
+            'pedal_rearm_rad',
+            'hand_tolerance_m',
+        ):
             if not getattr(self, name) >= 0:
                 raise ValueError(f'ImpactConfig.{name} must be >= 0')
 
@@ -152,8 +157,8 @@ class _Pad:
     center_xy: np.ndarray = field(compare=False)
     radius_m: float
     strike_m: np.ndarray = field(compare=False)
-    gate_joint: int = -1          # pedal joint index deciding whether this disc exists, or -1
-    gate_open: bool = True        # True: exists while the pedal is above the threshold
+    gate_joint: int = -1  # pedal joint index deciding whether this disc exists, or -1
+    gate_open: bool = True  # True: exists while the pedal is above the threshold
 
 
 @dataclass(frozen=True)
@@ -175,8 +180,15 @@ class _Arming:
         self.last_level = 0.0
         self.start = 0  # first sample of the current batch not yet checked for the rise
 
-    def try_accept(self, index: int, time_s: float, level: float, signal: np.ndarray,
-                   margin: float, min_interval_s: float) -> bool:
+    def try_accept(
+        self,
+        index: int,
+        time_s: float,
+        level: float,
+        signal: np.ndarray,
+        margin: float,
+        min_interval_s: float,
+    ) -> bool:
         if not self.armed:
             if not self.rose and index >= self.start:
                 self.rose = bool(np.max(signal[self.start : index + 1]) > self.last_level + margin)
@@ -228,12 +240,18 @@ class ImpactDetector:
                 strike = instrument.strikes.get(hand)
                 if strike is None:
                     continue
-                pads[hand_index].append(_Pad(
-                    instrument.name, instrument.id, float(strike.position_m[2]),
-                    np.asarray(instrument.center_m[:2], dtype=float),
-                    instrument.radius_m * config.radius_scale,
-                    np.asarray(strike.position_m, dtype=float),
-                    gate_joint if gated else -1, gate_open))
+                pads[hand_index].append(
+                    _Pad(
+                        instrument.name,
+                        instrument.id,
+                        float(strike.position_m[2]),
+                        np.asarray(instrument.center_m[:2], dtype=float),
+                        instrument.radius_m * config.radius_scale,
+                        np.asarray(strike.position_m, dtype=float),
+                        gate_joint if gated else -1,
+                        gate_open,
+                    )
+                )
         return pads
 
     def _build_pedals(self) -> list[_Pedal]:
@@ -245,12 +263,20 @@ class ImpactDetector:
             joint = model.joint(instrument.pedal_joint)
             limb = Limb.RIGHT_FOOT if joint.name.startswith('right') else Limb.LEFT_FOOT
             if not instrument.strikes:
-                pedals.append(_Pedal(instrument.name, instrument.id, limb, joint.index,
-                                     config.bass_press_angle_rad))
+                pedals.append(
+                    _Pedal(
+                        instrument.name,
+                        instrument.id,
+                        limb,
+                        joint.index,
+                        config.bass_press_angle_rad,
+                    )
+                )
             elif config.hihat_close_event and instrument.name == config.open_hihat:
                 closed = model.kit.by_name(config.closed_hihat)
-                pedals.append(_Pedal(closed.name, closed.id, limb, joint.index,
-                                     config.hihat_close_angle_rad))
+                pedals.append(
+                    _Pedal(closed.name, closed.id, limb, joint.index, config.hihat_close_angle_rad)
+                )
         return pedals
 
     def reset(self) -> None:
@@ -304,8 +330,15 @@ class ImpactDetector:
             impacts += self._pedal_impacts(pedal, arming, t, q[:, pedal.joint], first)
         return sorted(impacts, key=lambda impact: impact.time_s)
 
-    def _stick_impacts(self, hand_index: int, t: np.ndarray, dt: np.ndarray, q: np.ndarray,
-                       tips: np.ndarray, first: int) -> list[Impact]:
+    def _stick_impacts(
+        self,
+        hand_index: int,
+        t: np.ndarray,
+        dt: np.ndarray,
+        q: np.ndarray,
+        tips: np.ndarray,
+        first: int,
+    ) -> list[Impact]:
         z = tips[:, 2]
         best: dict[int, tuple[float, _Pad, np.ndarray, float]] = {}
         step = np.diff(z)
@@ -319,14 +352,15 @@ class ImpactDetector:
                 if crossing[i]:
                     frac = (z[i] - pad.height_m) / (z[i] - z[i + 1])
                 else:  # the vertex of the turn, within this interval or the next
-                    vertex = _vertex_time(t[i:i + 3], z[i:i + 3])
+                    vertex = _vertex_time(t[i : i + 3], z[i : i + 3])
                     frac = min(1.0, (vertex - t[i]) / dt[i]) if dt[i] else 1.0
                 point = tips[i] + frac * (tips[i + 1] - tips[i])
                 if np.hypot(*(point[:2] - pad.center_xy)) > pad.radius_m:
                     continue
                 if pad.gate_joint >= 0:
-                    pedal = q[i, pad.gate_joint] + frac * (q[i + 1, pad.gate_joint]
-                                                           - q[i, pad.gate_joint])
+                    pedal = q[i, pad.gate_joint] + frac * (
+                        q[i + 1, pad.gate_joint] - q[i, pad.gate_joint]
+                    )
                     if (pedal > self.config.hihat_closed_below_rad) != pad.gate_open:
                         continue
                 distance = float(np.linalg.norm(point - pad.strike_m))
@@ -338,16 +372,31 @@ class ImpactDetector:
         for i in sorted(best):
             frac, pad, point, _ = best[i]
             time_s = float(t[i] + frac * dt[i])
-            if arming.try_accept(int(i), time_s, pad.height_m, z, self.config.rearm_height_m,
-                                 self.config.min_interval_s):
+            if arming.try_accept(
+                int(i),
+                time_s,
+                pad.height_m,
+                z,
+                self.config.rearm_height_m,
+                self.config.min_interval_s,
+            ):
                 speed = float(np.linalg.norm(tips[i + 1] - tips[i]) / dt[i]) if dt[i] else 0.0
-                impacts.append(Impact(pad.instrument, pad.instrument_id, limb, time_s, speed,
-                                      tuple(float(v) for v in point)))
+                impacts.append(
+                    Impact(
+                        pad.instrument,
+                        pad.instrument_id,
+                        limb,
+                        time_s,
+                        speed,
+                        tuple(float(v) for v in point),
+                    )
+                )
         arming.end_batch(z, self.config.rearm_height_m)
         return impacts
 
-    def _pedal_impacts(self, pedal: _Pedal, arming: _Arming, t: np.ndarray, angle: np.ndarray,
-                       first: int) -> list[Impact]:
+    def _pedal_impacts(
+        self, pedal: _Pedal, arming: _Arming, t: np.ndarray, angle: np.ndarray, first: int
+    ) -> list[Impact]:
         level = pedal.angle_rad
         step = np.diff(angle)
         candidates = []  # (time, sample index, speed)
@@ -364,10 +413,17 @@ class ImpactDetector:
             candidates.append((_vertex_time(t[j - 1 : j + 2], angle[j - 1 : j + 2]), int(j), 0.0))
         impacts = []
         for time_s, index, speed in sorted(candidates):
-            if arming.try_accept(index, time_s, level, angle, self.config.pedal_rearm_rad,
-                                 self.config.min_interval_s):
-                impacts.append(Impact(pedal.instrument, pedal.instrument_id, pedal.limb,
-                                      time_s, speed))
+            if arming.try_accept(
+                index,
+                time_s,
+                level,
+                angle,
+                self.config.pedal_rearm_rad,
+                self.config.min_interval_s,
+            ):
+                impacts.append(
+                    Impact(pedal.instrument, pedal.instrument_id, pedal.limb, time_s, speed)
+                )
         arming.end_batch(angle, self.config.pedal_rearm_rad)
         return impacts
 
@@ -386,8 +442,9 @@ def _vertex_time(t: np.ndarray, value: np.ndarray) -> float:
     return float(min(max(vertex, t0), t2))
 
 
-def detect_impacts(model: RobotModel, t_s: ArrayLike, q_rad: ArrayLike,
-                   config: ImpactConfig | None = None) -> list[Impact]:
+def detect_impacts(
+    model: RobotModel, t_s: ArrayLike, q_rad: ArrayLike, config: ImpactConfig | None = None
+) -> list[Impact]:
     """Detect every impact of a recorded trajectory (offline use: benchmarks, plots).
 
     Args:

@@ -94,8 +94,10 @@ class SimulatedRobot:
     ) -> None:
         unknown = sorted(set(can_buses) - set(model.hardware.can_buses))
         if unknown:
-            raise ValueError(f'unknown CAN bus(es) {unknown}; the model declares '
-                             f'{sorted(model.hardware.can_buses)}')
+            raise ValueError(
+                f'unknown CAN bus(es) {unknown}; the model declares '
+                f'{sorted(model.hardware.can_buses)}'
+            )
         self.model = model
         self.config = config or SimConfig()
         self.clock = clock or MonotonicClock()
@@ -114,8 +116,10 @@ class SimulatedRobot:
         else:
             initial = np.array([joint.motor.initial_position_rad for joint in model.joints])
         if initial.shape != (len(model.joints),):
-            raise ValueError(f'initial_positions_rad must have {len(model.joints)} values, '
-                             f'got shape {initial.shape}')
+            raise ValueError(
+                f'initial_positions_rad must have {len(model.joints)} values, '
+                f'got shape {initial.shape}'
+            )
         self._q = np.array(initial, dtype=float)
         self.devices: dict[str, SimDevice] = {}
         self._on_bus: dict[str, list[SimDevice]] = {name: [] for name in self._buses}
@@ -169,17 +173,24 @@ class SimulatedRobot:
                 has_drives = any(d.family == 'epos4' for d in devices)
                 if has_drives and any(d.family == 'tmotor' and d.device_id == 0 for d in devices):
                     # The 11-bit status id of node 0 is the NMT COB-ID 0x000.
-                    _LOG.warning('%s: TMotor node 0 status frames use id 0x000, which the '
-                                 'EPOS4 drives on the same bus read as NMT commands; use '
-                                 'extended status ids', name)
+                    _LOG.warning(
+                        '%s: TMotor node 0 status frames use id 0x000, which the '
+                        'EPOS4 drives on the same bus read as NMT commands; use '
+                        'extended status ids',
+                        name,
+                    )
 
     def _wrist_gravity(self, wrist: str, motor: Epos4Params) -> Callable[[], float]:
         side = wrist.split('_')[0]
-        indices = [self.model.joint(f'{side}_{name}').index
-                   for name in ('shoulder_2', 'elbow', 'wrist')]
-        return wrist_gravity_torque_nm(motor.gravity_mass_kg, motor.gravity_lever_m,
-                                       self.config.epos4.gravity_m_s2,
-                                       lambda: float(sum(self._q[i] for i in indices)))
+        indices = [
+            self.model.joint(f'{side}_{name}').index for name in ('shoulder_2', 'elbow', 'wrist')
+        ]
+        return wrist_gravity_torque_nm(
+            motor.gravity_mass_kg,
+            motor.gravity_lever_m,
+            self.config.epos4.gravity_m_s2,
+            lambda: float(sum(self._q[i] for i in indices)),
+        )
 
     # -------------------------------------------------------------------------- queries
     def device(self, joint: str) -> SimDevice:
@@ -187,8 +198,9 @@ class SimulatedRobot:
         try:
             return self.devices[joint]
         except KeyError:
-            raise KeyError(f'no simulated device for {joint!r}; simulated joints: '
-                           f'{", ".join(self.devices)}') from None
+            raise KeyError(
+                f'no simulated device for {joint!r}; simulated joints: {", ".join(self.devices)}'
+            ) from None
 
     def serves(self) -> dict[str, list[str]]:
         """Device descriptions per bus name (CAN buses and the serial bus)."""
@@ -264,8 +276,7 @@ class SimulatedRobot:
             received.clear()
             sent_at.clear()
             self.frames_received += transport.drain(received, _MAX_FRAMES_PER_STEP, sent_at)
-            last_sync = max((i for i, frame in enumerate(received) if frame == _SYNC),
-                            default=-1)
+            last_sync = max((i for i, frame in enumerate(received) if frame == _SYNC), default=-1)
             for index, frame in enumerate(received):
                 # A stale SYNC of a backlog still latches the drives' targets (the motion must
                 # not lose them) but is not answered: its feedback would be old news.
@@ -273,8 +284,11 @@ class SimulatedRobot:
                 if not answer:
                     self.syncs_skipped += 1
                 sent = sent_at[index]
-                at = (min(max(sent, self._time_s), now)
-                      if self._send_times_usable and math.isfinite(sent) else now)
+                at = (
+                    min(max(sent, self._time_s), now)
+                    if self._send_times_usable and math.isfinite(sent)
+                    else now
+                )
                 arrivals.append((at, len(arrivals), name, frame, answer))
         arrivals.sort()
         resolution = self.config.arrival_resolution_s
@@ -352,8 +366,7 @@ class SimulatedRobot:
         """Run the device loop in a daemon thread until :meth:`stop`."""
         if self._thread is None:
             self._stop.clear()
-            self._thread = threading.Thread(target=self._run, name='phil-sim-devices',
-                                            daemon=True)
+            self._thread = threading.Thread(target=self._run, name='phil-sim-devices', daemon=True)
             self._thread.start()
         return self
 

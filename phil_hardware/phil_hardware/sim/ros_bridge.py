@@ -39,15 +39,22 @@ class RosBridge:
         queue_size: Messages buffered towards the child before new ones are dropped.
     """
 
-    def __init__(self, joint_names: Sequence[str], impact_config: ImpactConfig | None = None,
-                 queue_size: int = 1000) -> None:
+    def __init__(
+        self,
+        joint_names: Sequence[str],
+        impact_config: ImpactConfig | None = None,
+        queue_size: int = 1000,
+    ) -> None:
         self._joint_names = list(joint_names)
         self._impact_config = impact_config or ImpactConfig()
         context = multiprocessing.get_context('spawn')
         self._queue: Any = context.Queue(queue_size)
         self._process = context.Process(
-            target=_child_main, args=(self._queue, self._joint_names, os.getpid()),
-            name='phil-sim-ros-bridge', daemon=True)
+            target=_child_main,
+            args=(self._queue, self._joint_names, os.getpid()),
+            name='phil-sim-ros-bridge',
+            daemon=True,
+        )
         self.dropped = 0
 
     def start(self) -> None:
@@ -62,23 +69,34 @@ class RosBridge:
 
     def publish_impact(self, impact: Impact, wall_time_s: float) -> None:
         """Queue one HitEvent (``wall_time_s``: the impact instant on the system clock)."""
-        self._put(('impact', impact.instrument, impact.instrument_id, impact.limb.code,
-                   velocity_grade(impact, self._impact_config), wall_time_s))
+        self._put(
+            (
+                'impact',
+                impact.instrument,
+                impact.instrument_id,
+                impact.limb.code,
+                velocity_grade(impact, self._impact_config),
+                wall_time_s,
+            )
+        )
 
-    def publish_joint_state(self, wall_time_s: float, positions_rad: Sequence[float],
-                            velocities_rad_s: Sequence[float]) -> None:
+    def publish_joint_state(
+        self, wall_time_s: float, positions_rad: Sequence[float], velocities_rad_s: Sequence[float]
+    ) -> None:
         """Queue one JointState sample."""
         self._put(('joints', wall_time_s, list(positions_rad), list(velocities_rad_s)))
 
-    def sample_joint_states(self, robot: SimulatedRobot, rate_hz: float,
-                            stop: threading.Event) -> threading.Thread:
+    def sample_joint_states(
+        self, robot: SimulatedRobot, rate_hz: float, stop: threading.Event
+    ) -> threading.Thread:
         """Publish the robot's truth at ``rate_hz`` from a daemon thread until ``stop``."""
         period = 1.0 / rate_hz
 
         def loop() -> None:
             while not stop.wait(period):
-                self.publish_joint_state(time.time(), robot.joint_positions_rad(),
-                                         robot.joint_velocities_rad_s())
+                self.publish_joint_state(
+                    time.time(), robot.joint_positions_rad(), robot.joint_velocities_rad_s()
+                )
 
         thread = threading.Thread(target=loop, name='phil-sim-joint-states', daemon=True)
         thread.start()
@@ -109,8 +127,9 @@ def _stamp(wall_time_s: float) -> Any:
     return Time(sec=seconds, nanosec=int((wall_time_s - seconds) * 1e9))
 
 
-def make_bridge_node(items: Any, joint_names: list[str], parent_pid: int,
-                     **node_options: Any) -> Any:
+def make_bridge_node(
+    items: Any, joint_names: list[str], parent_pid: int, **node_options: Any
+) -> Any:
     """Create the ``device_simulator`` node that drains ``items`` into the two topics.
 
     rclpy and the messages are imported here, so only the child process ever loads them.
@@ -142,14 +161,19 @@ def make_bridge_node(items: Any, joint_names: list[str], parent_pid: int,
                     return
                 if item[0] == 'impact':
                     _, instrument, instrument_id, limb, grade, wall_time_s = item
-                    self._impacts.publish(HitEvent(
-                        source=HitEvent.SOURCE_DETECTED, instrument=instrument,
-                        instrument_id=instrument_id, limb=limb, velocity=grade,
-                        command_time=_stamp(wall_time_s)))
+                    self._impacts.publish(
+                        HitEvent(
+                            source=HitEvent.SOURCE_DETECTED,
+                            instrument=instrument,
+                            instrument_id=instrument_id,
+                            limb=limb,
+                            velocity=grade,
+                            command_time=_stamp(wall_time_s),
+                        )
+                    )
                 else:
                     _, wall_time_s, positions, velocities = item
-                    message = JointState(name=joint_names, position=positions,
-                                         velocity=velocities)
+                    message = JointState(name=joint_names, position=positions, velocity=velocities)
                     message.header.stamp = _stamp(wall_time_s)
                     self._joints.publish(message)
 

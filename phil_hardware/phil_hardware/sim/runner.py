@@ -51,39 +51,88 @@ def build_parser() -> argparse.ArgumentParser:
     """The command-line interface."""
     parser = argparse.ArgumentParser(
         prog='device_simulator',
-        description='Simulated TMotor, EPOS4 and Dynamixel devices of Phil on their buses.')
-    parser.add_argument('--urdf', type=Path, help='robot description (.urdf or .urdf.xacro, '
-                        'expanded with sim:=true); default: the installed one')
-    parser.add_argument('--can-channel-base', metavar='GROUP',
-                        help='IPv6 multicast group of the first CAN bus; the others follow '
-                        '(+1, +2, ...) in model order, e.g. ff11::7068:6a00')
-    parser.add_argument('--can-channel', action='append', default=[], metavar='BUS=GROUP',
-                        help='channel of one CAN bus (repeatable; overrides the base)')
-    parser.add_argument('--can-port', type=int,
-                        help='UDP port of the udp_multicast buses (default: python-can 43113)')
-    parser.add_argument('--dxl-port', type=Path,
-                        help="symlink to the Dynamixel PTY; default: the model's serial port")
+        description='Simulated TMotor, EPOS4 and Dynamixel devices of Phil on their buses.',
+    )
+    parser.add_argument(
+        '--urdf',
+        type=Path,
+        help='robot description (.urdf or .urdf.xacro, '
+        'expanded with sim:=true); default: the installed one',
+    )
+    parser.add_argument(
+        '--can-channel-base',
+        metavar='GROUP',
+        help='IPv6 multicast group of the first CAN bus; the others follow '
+        '(+1, +2, ...) in model order, e.g. ff11::7068:6a00',
+    )
+    parser.add_argument(
+        '--can-channel',
+        action='append',
+        default=[],
+        metavar='BUS=GROUP',
+        help='channel of one CAN bus (repeatable; overrides the base)',
+    )
+    parser.add_argument(
+        '--can-port',
+        type=int,
+        help='UDP port of the udp_multicast buses (default: python-can 43113)',
+    )
+    parser.add_argument(
+        '--dxl-port',
+        type=Path,
+        help="symlink to the Dynamixel PTY; default: the model's serial port",
+    )
     parser.add_argument('--no-dxl', action='store_true', help='simulate no Dynamixels')
-    parser.add_argument('--status-hz', type=float, default=200.0,
-                        help='TMotor status broadcast rate [Hz] (default 200)')
-    parser.add_argument('--status-extended-id', action='store_true',
-                        help='send TMotor status with the extended id node | 0x29 << 8')
-    parser.add_argument('--dxl-return-delay-us', type=float, default=500.0,
-                        help='Dynamixel Return Delay Time [us] (default 500)')
-    parser.add_argument('--impacts-jsonl', type=Path,
-                        help='append one JSON line per detected impact to this file')
-    parser.add_argument('--fault', action='append', default=[], metavar='JOINT:KIND[=VALUE]',
-                        help='inject a fault at start (repeatable); kinds: '
-                        + ', '.join(kind.value for kind in FaultKind))
-    parser.add_argument('--control-stdin', action='store_true',
-                        help='read fault/clear/faults commands from stdin')
-    parser.add_argument('--ros', action='store_true', help='publish /phil/sim/impacts and '
-                        '/phil/sim/joint_states from a separate ROS process')
-    parser.add_argument('--joint-state-hz', type=float, default=100.0,
-                        help='rate of /phil/sim/joint_states with --ros [Hz]')
-    parser.add_argument('--nice', type=int, default=0, metavar='N',
-                        help='niceness of the simulator (e.g. -10: the devices keep up while '
-                             'the ROS nodes load the machine; negative needs privileges)')
+    parser.add_argument(
+        '--status-hz',
+        type=float,
+        default=200.0,
+        help='TMotor status broadcast rate [Hz] (default 200)',
+    )
+    parser.add_argument(
+        '--status-extended-id',
+        action='store_true',
+        help='send TMotor status with the extended id node | 0x29 << 8',
+    )
+    parser.add_argument(
+        '--dxl-return-delay-us',
+        type=float,
+        default=500.0,
+        help='Dynamixel Return Delay Time [us] (default 500)',
+    )
+    parser.add_argument(
+        '--impacts-jsonl', type=Path, help='append one JSON line per detected impact to this file'
+    )
+    parser.add_argument(
+        '--fault',
+        action='append',
+        default=[],
+        metavar='JOINT:KIND[=VALUE]',
+        help='inject a fault at start (repeatable); kinds: '
+        + ', '.join(kind.value for kind in FaultKind),
+    )
+    parser.add_argument(
+        '--control-stdin', action='store_true', help='read fault/clear/faults commands from stdin'
+    )
+    parser.add_argument(
+        '--ros',
+        action='store_true',
+        help='publish /phil/sim/impacts and /phil/sim/joint_states from a separate ROS process',
+    )
+    parser.add_argument(
+        '--joint-state-hz',
+        type=float,
+        default=100.0,
+        help='rate of /phil/sim/joint_states with --ros [Hz]',
+    )
+    parser.add_argument(
+        '--nice',
+        type=int,
+        default=0,
+        metavar='N',
+        help='niceness of the simulator (e.g. -10: the devices keep up while '
+        'the ROS nodes load the machine; negative needs privileges)',
+    )
     parser.add_argument('--log-level', default='WARNING', help='Python log level')
     return parser
 
@@ -104,8 +153,9 @@ def can_channels(model: RobotModel, base: str | None, overrides: Sequence[str]) 
     for item in overrides:
         bus, separator, channel = item.partition('=')
         if not separator or bus not in channels:
-            raise ValueError(f'--can-channel {item!r} must be BUS=GROUP with BUS one of '
-                             f'{", ".join(channels)}')
+            raise ValueError(
+                f'--can-channel {item!r} must be BUS=GROUP with BUS one of {", ".join(channels)}'
+            )
         channels[bus] = channel
     return channels
 
@@ -137,12 +187,16 @@ def _control_loop(robot: SimulatedRobot, stream: TextIO, out: TextIO) -> None:
                 robot.clear_fault(words[1], parse_kind(words[2]) if len(words) == 3 else None)
                 _emit(out, f'ok clear {" ".join(words[1:])}')
             elif words[0] == 'faults':
-                active = {name: [f.kind.value for f in device.faults.active()]
-                          for name, device in robot.devices.items() if device.faults.active()}
+                active = {
+                    name: [f.kind.value for f in device.faults.active()]
+                    for name, device in robot.devices.items()
+                    if device.faults.active()
+                }
                 _emit(out, f'ok faults {json.dumps(active)}')
             else:
-                raise ValueError('commands: fault <joint> <kind> [value] | clear <joint> '
-                                 '[kind] | faults')
+                raise ValueError(
+                    'commands: fault <joint> <kind> [value] | clear <joint> [kind] | faults'
+                )
         except (KeyError, ValueError) as error:
             _emit(out, f'error {line.strip()!r}: {error}')
 
@@ -150,8 +204,11 @@ def _control_loop(robot: SimulatedRobot, stream: TextIO, out: TextIO) -> None:
 def run(args: argparse.Namespace, stop: threading.Event, out: TextIO = sys.stdout) -> int:
     """Build everything from parsed arguments, serve until ``stop`` is set, clean up."""
     try:
-        model = (load_robot_model(args.urdf, xacro_args={'sim': 'true'}) if args.urdf
-                 else default_robot_model(sim=True))
+        model = (
+            load_robot_model(args.urdf, xacro_args={'sim': 'true'})
+            if args.urdf
+            else default_robot_model(sim=True)
+        )
         channels = can_channels(model, args.can_channel_base, args.can_channel)
         for name, params in model.hardware.can_buses.items():
             check_channel(name, params.interface, channels[name])
@@ -163,9 +220,13 @@ def run(args: argparse.Namespace, stop: threading.Event, out: TextIO = sys.stdou
         base = SimConfig()
         config = replace(
             base,
-            tmotor=replace(base.tmotor, status_period_s=1.0 / args.status_hz,
-                           status_extended_id=args.status_extended_id),
-            dynamixel=replace(base.dynamixel, return_delay_s=args.dxl_return_delay_us * 1e-6))
+            tmotor=replace(
+                base.tmotor,
+                status_period_s=1.0 / args.status_hz,
+                status_extended_id=args.status_extended_id,
+            ),
+            dynamixel=replace(base.dynamixel, return_delay_s=args.dxl_return_delay_us * 1e-6),
+        )
     except (DescriptionError, ValueError) as error:
         _emit(sys.stderr, f'device_simulator: {error}')
         return 2
@@ -211,20 +272,28 @@ def run(args: argparse.Namespace, stop: threading.Event, out: TextIO = sys.stdou
             bridge = RosBridge(model.joint_names, config.impacts)
             bridge.start()
             stack.callback(bridge.stop)
-            robot.add_impact_listener(lambda impact: bridge.publish_impact(
-                impact, _impact_record(impact)['wall_time_s']))
+            robot.add_impact_listener(
+                lambda impact: bridge.publish_impact(impact, _impact_record(impact)['wall_time_s'])
+            )
             bridge.sample_joint_states(robot, args.joint_state_hz, stop)
         if args.nice:
             try:  # before robot.start(): its loop thread inherits the niceness
                 os.setpriority(os.PRIO_PROCESS, 0, args.nice)
             except OSError as error:
-                _emit(sys.stderr, f'device_simulator: niceness {args.nice} refused ({error}); '
-                                  'running at normal priority')
+                _emit(
+                    sys.stderr,
+                    f'device_simulator: niceness {args.nice} refused ({error}); '
+                    'running at normal priority',
+                )
         robot.start()
         stack.callback(robot.stop)
         if args.control_stdin:
-            threading.Thread(target=_control_loop, args=(robot, sys.stdin, out),
-                             name='phil-sim-control', daemon=True).start()
+            threading.Thread(
+                target=_control_loop,
+                args=(robot, sys.stdin, out),
+                name='phil-sim-control',
+                daemon=True,
+            ).start()
         _emit(out, READY_LINE)
         stop.wait()
     return 0
@@ -233,8 +302,9 @@ def run(args: argparse.Namespace, stop: threading.Event, out: TextIO = sys.stdou
 def main(argv: Sequence[str] | None = None) -> int:
     """Console entry point; returns the exit code."""
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(),
-                        format='%(asctime)s %(levelname)s %(name)s: %(message)s')
+    logging.basicConfig(
+        level=args.log_level.upper(), format='%(asctime)s %(levelname)s %(name)s: %(message)s'
+    )
     stop = threading.Event()
     stop_signals = (signal.SIGINT, signal.SIGTERM)
     stop_on_signals(stop, stop_signals)

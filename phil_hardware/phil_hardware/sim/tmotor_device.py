@@ -69,8 +69,13 @@ class TMotorDeviceConfig:
         for name in ('status_period_s', 'inertia_kg_m2', 'torque_constant_nm_per_a'):
             if not getattr(self, name) > 0:
                 raise ValueError(f'TMotorDeviceConfig.{name} must be > 0')
-        for name in ('velocity_time_constant_s', 'position_time_constant_s',
-                     'viscous_nm_s_per_rad', 'coulomb_nm', 'end_stop_margin_rad'):
+        for name in (
+            'velocity_time_constant_s',
+            'position_time_constant_s',
+            'viscous_nm_s_per_rad',
+            'coulomb_nm',
+            'end_stop_margin_rad',
+        ):
             if not getattr(self, name) >= 0:
                 raise ValueError(f'TMotorDeviceConfig.{name} must be >= 0')
 

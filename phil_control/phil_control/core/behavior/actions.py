@@ -111,6 +111,20 @@ class Shutdown:
     """Shut the controller down (torque off, processes end)."""
 
 
-Action = Union[ActivateHardware, MoveToPose, LookAt, PerformGesture, MoveJoints,
-               StrikeInstrument, StartPlay, ResumePlay, PausePlay, StopPlay, SetPlaySpeed,
-               HaltMotion, EstopHardware, ResetHardware, Shutdown]
+Action = Union[
+    ActivateHardware,
+    MoveToPose,
+    LookAt,
+    PerformGesture,
+    MoveJoints,
+    StrikeInstrument,
+    StartPlay,
+    ResumePlay,
+    PausePlay,
+    StopPlay,
+    SetPlaySpeed,
+    HaltMotion,
+    EstopHardware,
+    ResetHardware,
+    Shutdown,
+]

@@ -98,8 +98,9 @@ class StateMachine:
         clock: Time source, s (monotonic); stamps state changes and rejections.
     """
 
-    def __init__(self, config: BehaviorConfig | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, config: BehaviorConfig | None = None, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self._config = config or BehaviorConfig()
         self._clock = clock
         self._state = RobotState.STANDBY
@@ -108,9 +109,9 @@ class StateMachine:
         self._speed = 1.0
         self._resume: ResumePoint | None = None
         self._last_rejection: Rejection | None = None
-        self._ending: str | None = None          # 'pause' or 'stop' once asked during PLAYING
+        self._ending: str | None = None  # 'pause' or 'stop' once asked during PLAYING
         self._shutdown_after_motion = False
-        self._quit_after_play = False   # QUIT in PLAYING: the shutdown pose once the play ends
+        self._quit_after_play = False  # QUIT in PLAYING: the shutdown pose once the play ends
         self._finished = False
         self._latched_from: RobotState | None = None
         self._fault_reason = ''
@@ -157,9 +158,16 @@ class StateMachine:
 
     def snapshot(self) -> MachineSnapshot:
         """A consistent copy of the machine's observable state."""
-        return MachineSnapshot(self._state, self._started, self._speed, self._resume,
-                               self._fault_reason, self._last_rejection, self._since_s,
-                               self._finished)
+        return MachineSnapshot(
+            self._state,
+            self._started,
+            self._speed,
+            self._resume,
+            self._fault_reason,
+            self._last_rejection,
+            self._since_s,
+            self._finished,
+        )
 
     # ----------------------------------------------------------------- commands
 
@@ -219,12 +227,19 @@ class StateMachine:
             if self._state is not RobotState.STANDBY:
                 return self._reject(op, f'robot is {self._state.value}; START is in progress')
             config = self._config
-            return self._accept(RobotState.INIT, actions=(ActivateHardware(), MoveToPose(
-                config.start_pose, config.start_duration_s, config.start_profile)))
-        progress = ('START is in progress' if self._state is RobotState.INIT
-                    else 'not started')
-        return self._reject(op, f'robot is {self._state.value} ({progress}); before the first '
-                                'trajectory only START and QUIT are accepted')
+            return self._accept(
+                RobotState.INIT,
+                actions=(
+                    ActivateHardware(),
+                    MoveToPose(config.start_pose, config.start_duration_s, config.start_profile),
+                ),
+            )
+        progress = 'START is in progress' if self._state is RobotState.INIT else 'not started'
+        return self._reject(
+            op,
+            f'robot is {self._state.value} ({progress}); before the first '
+            'trajectory only START and QUIT are accepted',
+        )
 
     def _decide_latched(self, command: Command, op: str) -> Decision:
         if isinstance(command, Quit):
@@ -234,19 +249,28 @@ class StateMachine:
             if self._cause_cleared:
                 return self._leave_latched(torque_on=True, actions=(ResetHardware(),))
             self._reset_pending = True
-            return self._accept(actions=(ResetHardware(),),
-                                reason='waiting for the hardware to report the cause gone')
-        return self._reject(op, f'robot is {self._state.value} ({self._fault_reason}); only '
-                                'RESET, QUIT, ESTOP and GET_STATUS are accepted')
+            return self._accept(
+                actions=(ResetHardware(),),
+                reason='waiting for the hardware to report the cause gone',
+            )
+        return self._reject(
+            op,
+            f'robot is {self._state.value} ({self._fault_reason}); only '
+            'RESET, QUIT, ESTOP and GET_STATUS are accepted',
+        )
 
     def _decide_play_control(self, command: Command, op: str) -> Decision:
         if self._state is not RobotState.PLAYING:
-            return self._reject(op, f'robot is {self._state.value}; {op} is allowed only in '
-                                    'PLAYING')
+            return self._reject(
+                op, f'robot is {self._state.value}; {op} is allowed only in PLAYING'
+            )
         if isinstance(command, PlayCtrlSpeed):
             self._speed = command.speed
-            note = (f'speed {command.requested:g} clamped to {command.speed:.2f}'
-                    if command.was_clamped else '')
+            note = (
+                f'speed {command.requested:g} clamped to {command.speed:.2f}'
+                if command.was_clamped
+                else ''
+            )
             return self._accept(actions=(SetPlaySpeed(command.speed),), reason=note)
         if isinstance(command, PlayCtrlStop):
             self._resume = None
@@ -264,15 +288,23 @@ class StateMachine:
     def _decide_motion(self, command: Command, op: str) -> Decision:
         config = self._config
         if isinstance(command, Look):
-            return self._accept(actions=(LookAt(command.pan_rad, command.tilt_rad,
-                                                config.look_duration_s, config.move_profile),))
+            return self._accept(
+                actions=(
+                    LookAt(
+                        command.pan_rad,
+                        command.tilt_rad,
+                        config.look_duration_s,
+                        config.move_profile,
+                    ),
+                )
+            )
         if isinstance(command, Gesture):
             return self._accept(actions=(PerformGesture(command.name),))
         if isinstance(command, Move):
-            duration = (config.move_duration_s if command.duration_s is None
-                        else command.duration_s)
-            return self._accept(actions=(MoveJoints(command.targets, duration,
-                                                    config.move_profile),))
+            duration = config.move_duration_s if command.duration_s is None else command.duration_s
+            return self._accept(
+                actions=(MoveJoints(command.targets, duration, config.move_profile),)
+            )
         if isinstance(command, Pose):
             action = MoveToPose(command.name, config.pose_duration_s, config.pose_profile)
             if command.name == config.shutdown_pose:
@@ -286,8 +318,9 @@ class StateMachine:
             return self._start_play(StartPlay(command.play_id))
         if isinstance(command, Resume):
             if self._resume is None:
-                return self._reject(op, 'robot is IDLE but no resume point is saved; PAUSE a play '
-                                        'first')
+                return self._reject(
+                    op, 'robot is IDLE but no resume point is saved; PAUSE a play first'
+                )
             point, self._resume = self._resume, None
             return self._start_play(ResumePlay(point.play_id, point.bar))
         return self._reject(op, f'robot is {self._state.value}; {op} is not handled')
@@ -380,15 +413,15 @@ class StateMachine:
 
     # ------------------------------------------------------------------ helpers
 
-    def _latch(self, target: RobotState, reason: str,
-               first: tuple[Action, ...] = ()) -> Decision:
+    def _latch(self, target: RobotState, reason: str, first: tuple[Action, ...] = ()) -> Decision:
         self._reset_pending = False
         self._cause_cleared = False
-        self._quit_after_play = False   # leaving the latch finishes a QUIT without motion
+        self._quit_after_play = False  # leaving the latch finishes a QUIT without motion
         self._fault_reason = reason
         if self._state in LATCHED_STATES:
-            new_state = RobotState.ESTOP if RobotState.ESTOP in (target, self._state) \
-                else RobotState.FAULT
+            new_state = (
+                RobotState.ESTOP if RobotState.ESTOP in (target, self._state) else RobotState.FAULT
+            )
             return self._accept(new_state, actions=first)
         actions = list(first)
         if self._state is RobotState.PLAYING:
@@ -421,8 +454,9 @@ class StateMachine:
             self._state = state
             self._since_s = self._clock()
 
-    def _accept(self, state: RobotState | None = None, actions: tuple[Action, ...] = (),
-                reason: str = '') -> Decision:
+    def _accept(
+        self, state: RobotState | None = None, actions: tuple[Action, ...] = (), reason: str = ''
+    ) -> Decision:
         if state is not None:
             self._set_state(state)
         return Decision(True, reason, actions, self._state)

@@ -92,8 +92,13 @@ class BehaviorConfig:
     pose_names: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
-        for label in ('start_duration_s', 'quit_duration_s', 'pose_duration_s',
-                      'look_duration_s', 'move_duration_s'):
+        for label in (
+            'start_duration_s',
+            'quit_duration_s',
+            'pose_duration_s',
+            'look_duration_s',
+            'move_duration_s',
+        ):
             value = getattr(self, label)
             if not (math.isfinite(value) and value > 0.0):
                 raise ValueError(f'{label} must be positive and finite, got {value}')
@@ -101,8 +106,10 @@ class BehaviorConfig:
             object.__setattr__(self, 'pose_names', tuple(self.pose_names))
             for label in ('start_pose', 'shutdown_pose'):
                 if getattr(self, label) not in self.pose_names:
-                    raise ValueError(f'{label} {getattr(self, label)!r} is not one of the '
-                                     f'poses {", ".join(self.pose_names)}')
+                    raise ValueError(
+                        f'{label} {getattr(self, label)!r} is not one of the '
+                        f'poses {", ".join(self.pose_names)}'
+                    )
 
 
 @dataclass(frozen=True)

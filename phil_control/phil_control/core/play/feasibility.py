@@ -27,11 +27,14 @@ from phil_control.core.play.timeline import PlaySource
 class ScoreInfeasible(PlayAborted):
     """A score whose motion cannot be carried out; raised before anything moves."""
 
-    def __init__(self, reason: str, bar: int | None, source: PlaySource,
-                 score_time_s: float | None) -> None:
+    def __init__(
+        self, reason: str, bar: int | None, source: PlaySource, score_time_s: float | None
+    ) -> None:
         super().__init__(reason, bar, source.play_id, score_time_s or 0.0)
-        self.args = (f'{source.play_id}: refused before anything moved: '
-                     f'{_row(source, bar, score_time_s)}: {reason}',)
+        self.args = (
+            f'{source.play_id}: refused before anything moved: '
+            f'{_row(source, bar, score_time_s)}: {reason}',
+        )
 
 
 def check_feasible(play: Playback, source: PlaySource, table: JointTable) -> None:
@@ -53,8 +56,13 @@ def check_feasible(play: Playback, source: PlaySource, table: JointTable) -> Non
 def as_chunk(chunk: MotionChunk, joint_names: tuple[str, ...]) -> Chunk:
     """The chunk as the trajectory generator receives it (times from its start)."""
     times = np.asarray(chunk.times_s, dtype=float)
-    return Chunk(joint_names, float(times[0]), times - times[0],
-                 np.asarray(chunk.positions_rad), np.asarray(chunk.velocities_rad_s))
+    return Chunk(
+        joint_names,
+        float(times[0]),
+        times - times[0],
+        np.asarray(chunk.positions_rad),
+        np.asarray(chunk.velocities_rad_s),
+    )
 
 
 def _row(source: PlaySource, bar: int | None, score_time_s: float | None) -> str:

@@ -226,8 +226,9 @@ class Playback:
 
     def _generate(self, window: Window) -> tuple[WindowMotion, GeneratorState, float]:
         speed = self.requested_speed
-        motion, state = generate_window(self.robot, window, self._state, speed, self._chooser,
-                                        self.pedal_lead_s)
+        motion, state = generate_window(
+            self.robot, window, self._state, speed, self._chooser, self.pedal_lead_s
+        )
         for _ in range(_GUARD_ATTEMPTS):
             peak = np.max(np.abs(motion.velocities_rad_s), axis=0, initial=0.0)
             ratio = float(np.max(peak * speed / self.robot.velocity_limit_rad_s))
@@ -235,8 +236,9 @@ class Playback:
                 break
             # the samples move with the speed, so the peak is checked again
             speed *= VELOCITY_GUARD_SHARE / ratio
-            motion, state = generate_window(self.robot, window, self._state, speed,
-                                            self._chooser, self.pedal_lead_s)
+            motion, state = generate_window(
+                self.robot, window, self._state, speed, self._chooser, self.pedal_lead_s
+            )
         if speed != self.requested_speed:
             self.guarded_windows += 1
         if self.clock.speed_at(window.start_s) != speed:

@@ -61,8 +61,9 @@ def check_motion_lead_s(value: float) -> None:
 def check_pedal_lead_s(value: float) -> None:
     """Raise ValueError naming ``pedal_lead_s`` unless |value| <= MAX_MOTION_LEAD_S s."""
     if not (math.isfinite(value) and abs(value) <= MAX_MOTION_LEAD_S):
-        raise ValueError(f'pedal_lead_s must be in [-{MAX_MOTION_LEAD_S}, '
-                         f'{MAX_MOTION_LEAD_S}] s, got {value}')
+        raise ValueError(
+            f'pedal_lead_s must be in [-{MAX_MOTION_LEAD_S}, {MAX_MOTION_LEAD_S}] s, got {value}'
+        )
 
 
 class PlaySession:
@@ -154,8 +155,14 @@ class PlaySession:
         self.audio = '' if start_bar else source.audio
         return chunks
 
-    def check(self, score: str, *, current_positions_rad: np.ndarray, speed: float = 1.0,
-              start_bar: int = 0) -> None:
+    def check(
+        self,
+        score: str,
+        *,
+        current_positions_rad: np.ndarray,
+        speed: float = 1.0,
+        start_bar: int = 0,
+    ) -> None:
         """What `start` with these arguments would play, generated whole and checked
         (`core.play.feasibility`; the first score of an improv); nothing is sent. Takes about
         4 ms per second of music: call it before taking the start time.
@@ -170,10 +177,19 @@ class PlaySession:
         source = self._source(score, start_bar)
         if source.score.events:
             # The waist chooser only caches: sharing it warms it for the real play.
-            dry = Playback(self.robot, source, 0.0, current_positions_rad, speed, False,
-                           self._chooser,
-                           self.wrist_torque, self.motion_lead_s, self.pedal_lead_s,
-                           self.play_list)
+            dry = Playback(
+                self.robot,
+                source,
+                0.0,
+                current_positions_rad,
+                speed,
+                False,
+                self._chooser,
+                self.wrist_torque,
+                self.motion_lead_s,
+                self.pedal_lead_s,
+                self.play_list,
+            )
             check_feasible(dry, source, self.joint_table)
 
     def _source(self, score: str, start_bar: int) -> PlaySource:
@@ -312,8 +328,9 @@ class PlaySession:
             return None
         source = next((s for s in play.timeline.sources if s.play_id == missed.play_id), None)
         listed = self.play_list is not None and missed.play_id in self.play_list
-        self.resume_point = ResumePoint(missed.play_id, missed.hit.bar,
-                                        None if listed or source is None else source.score_path)
+        self.resume_point = ResumePoint(
+            missed.play_id, missed.hit.bar, None if listed or source is None else source.score_path
+        )
         return self.resume_point
 
     def discard(self) -> None:

@@ -80,9 +80,7 @@ class ResumePoint:
     score_path: Path | None = None
 
 
-def resolve_source(
-    play_id: str, play_list: PlayList | None, start_bar: int = 0
-) -> PlaySource:
+def resolve_source(play_id: str, play_list: PlayList | None, start_bar: int = 0) -> PlaySource:
     """Find and read the score of a play-list id (a path is refused and nothing is opened).
 
     Args:

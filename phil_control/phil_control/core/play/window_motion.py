@@ -93,8 +93,9 @@ ELBOW_TRACKING_MARGIN_DEG = 2.5
 ELBOW_LIFT_KNEE_DEG = 5.0
 
 
-def lift_below_ceiling(base_rad: np.ndarray, lift_rad: np.ndarray,
-                       ceiling_rad: float, knee_rad: float) -> np.ndarray:
+def lift_below_ceiling(
+    base_rad: np.ndarray, lift_rad: np.ndarray, ceiling_rad: float, knee_rad: float
+) -> np.ndarray:
     """``base + lift``, the lift bent smoothly so that the sum stays below ``ceiling_rad``.
 
     Unchanged up to ``ceiling - knee`` (or up to ``base`` where the base is higher, so a
@@ -290,7 +291,8 @@ def generate_window(
         column = robot.index(name)
         # The lift is >= 0 and zero at every hit.
         joints[:, column] = lift_below_ceiling(
-            joints[:, column], lift, robot.soft_upper_rad[column] - ceiling_margin, knee)
+            joints[:, column], lift, robot.soft_upper_rad[column] - ceiling_margin, knee
+        )
     joints[:, robot.index('right_wrist')] = right_wrists + right_wrist
     joints[:, robot.index('left_wrist')] = left_wrists + left_wrist
     pedal_plan = PedalPlan.between(

@@ -194,8 +194,25 @@ class Protocol:
     opcode: ClassVar[Opcode] = Opcode.PROTOCOL
 
 
-Command = Union[Start, Ready, Quit, Look, Gesture, Move, Pose, Hit, Play, PlayCtrlStop,
-                PlayCtrlSpeed, Pause, Resume, GetStatus, Estop, Reset, Protocol]
+Command = Union[
+    Start,
+    Ready,
+    Quit,
+    Look,
+    Gesture,
+    Move,
+    Pose,
+    Hit,
+    Play,
+    PlayCtrlStop,
+    PlayCtrlSpeed,
+    Pause,
+    Resume,
+    GetStatus,
+    Estop,
+    Reset,
+    Protocol,
+]
 
 #: Commands that move the robot; upstream accepts them only in IDLE.
 MOTION_COMMANDS = (Look, Gesture, Move, Pose, Hit, Play, Resume)
@@ -221,8 +238,10 @@ def format_command(command: Command) -> str:
         raise TypeError(f'not a protocol command: {command!r}')
     fields: list[str] = [opcode.value]
     if isinstance(command, Look):
-        fields += [format_number(math.degrees(command.pan_rad)),
-                   format_number(math.degrees(command.tilt_rad))]
+        fields += [
+            format_number(math.degrees(command.pan_rad)),
+            format_number(math.degrees(command.tilt_rad)),
+        ]
     elif isinstance(command, Move):
         for joint, angle_rad in command.targets:
             fields += [joint, format_number(math.degrees(angle_rad))]

@@ -53,17 +53,33 @@ from phil_control.core.score.playlist import is_path_like
 FIELD_WHITESPACE = ' \t\r\n'
 
 MIN_ARGUMENTS = {
-    Opcode.LOOK: 2, Opcode.GESTURE: 1, Opcode.MOVE: 2, Opcode.POSE: 1, Opcode.HIT: 1,
-    Opcode.PLAY: 1, Opcode.PLAY_CTRL: 1, Opcode.PROTOCOL: 1,
+    Opcode.LOOK: 2,
+    Opcode.GESTURE: 1,
+    Opcode.MOVE: 2,
+    Opcode.POSE: 1,
+    Opcode.HIT: 1,
+    Opcode.PLAY: 1,
+    Opcode.PLAY_CTRL: 1,
+    Opcode.PROTOCOL: 1,
 }
 _ARGUMENT_NAMES = {
-    Opcode.LOOK: 'pan_deg, tilt_deg', Opcode.GESTURE: 'name', Opcode.MOVE: 'joint, angle_deg',
-    Opcode.POSE: 'pose', Opcode.HIT: 'instrument', Opcode.PLAY: 'play_id',
-    Opcode.PLAY_CTRL: 'stop | speed, factor', Opcode.PROTOCOL: 'version',
+    Opcode.LOOK: 'pan_deg, tilt_deg',
+    Opcode.GESTURE: 'name',
+    Opcode.MOVE: 'joint, angle_deg',
+    Opcode.POSE: 'pose',
+    Opcode.HIT: 'instrument',
+    Opcode.PLAY: 'play_id',
+    Opcode.PLAY_CTRL: 'stop | speed, factor',
+    Opcode.PROTOCOL: 'version',
 }
 _NO_ARGUMENT_COMMANDS = {
-    Opcode.START: Start(), Opcode.READY: Ready(), Opcode.QUIT: Quit(), Opcode.PAUSE: Pause(),
-    Opcode.RESUME: Resume(), Opcode.GET_STATUS: GetStatus(), Opcode.ESTOP: Estop(),
+    Opcode.START: Start(),
+    Opcode.READY: Ready(),
+    Opcode.QUIT: Quit(),
+    Opcode.PAUSE: Pause(),
+    Opcode.RESUME: Resume(),
+    Opcode.GET_STATUS: GetStatus(),
+    Opcode.ESTOP: Estop(),
     Opcode.RESET: Reset(),
 }
 _NUMBER = re.compile(r'[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?', re.ASCII)
@@ -126,21 +142,27 @@ def _number(token: str, index: int, label: str) -> float:
     return value
 
 
-def _check_angle(angle_rad: float, joint: str | None, index: int, label: str,
-                 vocabulary: ProtocolVocabulary) -> None:
+def _check_angle(
+    angle_rad: float, joint: str | None, index: int, label: str, vocabulary: ProtocolVocabulary
+) -> None:
     degrees = math.degrees(angle_rad)
     if not math.isfinite(angle_rad) or abs(degrees) > vocabulary.max_abs_angle_deg:
-        raise _argument(index, label, f'{_show(degrees)} deg is outside '
-                        f'+/-{_show(vocabulary.max_abs_angle_deg)} deg')
+        raise _argument(
+            index,
+            label,
+            f'{_show(degrees)} deg is outside +/-{_show(vocabulary.max_abs_angle_deg)} deg',
+        )
     limits = vocabulary.joint_limits_rad.get(joint) if joint is not None else None
     if limits is not None and not limits[0] <= angle_rad <= limits[1]:
         lower, upper = (_show(math.degrees(limit)) for limit in limits)
-        raise _argument(index, label, f'{_show(degrees)} deg is outside the limits of '
-                        f'{joint!r} [{lower}, {upper}] deg')
+        raise _argument(
+            index,
+            label,
+            f'{_show(degrees)} deg is outside the limits of {joint!r} [{lower}, {upper}] deg',
+        )
 
 
-def _check_name(name: str, valid: tuple[str, ...] | frozenset[str], index: int,
-                kind: str) -> None:
+def _check_name(name: str, valid: tuple[str, ...] | frozenset[str], index: int, kind: str) -> None:
     if not name:
         raise _argument(index, kind, 'is empty')
     if name not in valid:
@@ -164,11 +186,14 @@ def _check(command: Command, vocabulary: ProtocolVocabulary) -> None:
             seen.add(joint)
             _check_angle(angle_rad, joint, 2 * pair + 2, f'angle of {joint!r}', vocabulary)
         duration = command.duration_s
-        if duration is not None and not (math.isfinite(duration)
-                                         and 0.0 < duration <= vocabulary.max_duration_s):
-            raise _argument(2 * len(command.targets) + 1, 'duration_s',
-                            f'{_show(duration)} s is outside '
-                            f'(0, {_show(vocabulary.max_duration_s)}] s')
+        if duration is not None and not (
+            math.isfinite(duration) and 0.0 < duration <= vocabulary.max_duration_s
+        ):
+            raise _argument(
+                2 * len(command.targets) + 1,
+                'duration_s',
+                f'{_show(duration)} s is outside (0, {_show(vocabulary.max_duration_s)}] s',
+            )
     elif isinstance(command, Gesture):
         _check_name(command.name, vocabulary.gesture_names, 1, 'gesture')
     elif isinstance(command, Pose):
@@ -181,17 +206,25 @@ def _check(command: Command, vocabulary: ProtocolVocabulary) -> None:
         elif not command.play_id:
             raise _argument(1, 'play id', 'is empty')
         elif is_path_like(command.play_id):  # nothing is ever opened for a network command
-            raise _argument(1, 'play id', f'{quote(command.play_id)} is a path; PLAY takes a '
-                            'play-list id (e.g. rock)')
+            raise _argument(
+                1,
+                'play id',
+                f'{quote(command.play_id)} is a path; PLAY takes a play-list id (e.g. rock)',
+            )
     elif isinstance(command, PlayCtrlSpeed):
-        if not (math.isfinite(command.speed) and MIN_PLAY_SPEED <= command.speed
-                <= MAX_PLAY_SPEED):
-            raise _argument(2, 'factor', f'{_show(command.speed)} is outside '
-                            f'[{MIN_PLAY_SPEED}, {MAX_PLAY_SPEED}]')
+        if not (
+            math.isfinite(command.speed) and MIN_PLAY_SPEED <= command.speed <= MAX_PLAY_SPEED
+        ):
+            raise _argument(
+                2,
+                'factor',
+                f'{_show(command.speed)} is outside [{MIN_PLAY_SPEED}, {MAX_PLAY_SPEED}]',
+            )
     elif isinstance(command, Protocol) and command.version not in SUPPORTED_PROTOCOL_VERSIONS:
         supported = ', '.join(map(str, SUPPORTED_PROTOCOL_VERSIONS))
-        raise _argument(1, 'version', f'{command.version} is not supported; '
-                        f'supported: {supported}')
+        raise _argument(
+            1, 'version', f'{command.version} is not supported; supported: {supported}'
+        )
 
 
 def validate_command(command: Command, vocabulary: ProtocolVocabulary) -> ParseError | None:
@@ -213,15 +246,16 @@ def _build(opcode: Opcode, args: list[str]) -> Command:
     if command is not None:
         return command
     if opcode is Opcode.LOOK:
-        return Look(math.radians(_number(args[0], 1, 'pan')),
-                    math.radians(_number(args[1], 2, 'tilt')))
+        return Look(
+            math.radians(_number(args[0], 1, 'pan')), math.radians(_number(args[1], 2, 'tilt'))
+        )
     if opcode is Opcode.MOVE:
         targets = []
         for first in range(0, len(args) - 1, 2):
             joint = args[first]
             label = f'angle of {joint!r}'
             targets.append((joint, math.radians(_number(args[first + 1], first + 2, label))))
-        duration = (_number(args[-1], len(args), 'duration_s') if len(args) % 2 else None)
+        duration = _number(args[-1], len(args), 'duration_s') if len(args) % 2 else None
         return Move(tuple(targets), duration)
     if opcode is Opcode.GESTURE:
         return Gesture(args[0])
@@ -256,8 +290,9 @@ def _decode(line: str | bytes) -> str:
     try:
         return line.decode('utf-8')
     except UnicodeDecodeError as error:
-        raise _ArgumentError(None, f'line is not UTF-8 text (bad byte at offset '
-                                   f'{error.start})') from None
+        raise _ArgumentError(
+            None, f'line is not UTF-8 text (bad byte at offset {error.start})'
+        ) from None
 
 
 def _parse(line: str | bytes, vocabulary: ProtocolVocabulary) -> Command | ParseError:
@@ -267,8 +302,10 @@ def _parse(line: str | bytes, vocabulary: ProtocolVocabulary) -> Command | Parse
     fields = [field.strip(FIELD_WHITESPACE) for field in text.split('|')]
     for column, char in enumerate(text):
         if not char.isprintable() and char != '\t':
-            return ParseError(_echo_opcode(fields[0]), f'control character U+{ord(char):04X} '
-                                                       f'at column {column + 1}')
+            return ParseError(
+                _echo_opcode(fields[0]),
+                f'control character U+{ord(char):04X} at column {column + 1}',
+            )
     # ASCII only: str.upper() would also turn e.g. 'ſtart' into 'START'.
     token = fields[0].upper() if fields[0].isascii() else ''
     if token == QUIT_ALIAS:
@@ -277,13 +314,18 @@ def _parse(line: str | bytes, vocabulary: ProtocolVocabulary) -> Command | Parse
         opcode = Opcode(token)
     except ValueError:
         valid = ', '.join(op.value for op in Opcode)
-        return ParseError(_echo_opcode(fields[0]),
-                          f'unknown opcode {_echo(fields[0])}; valid: {valid}, Q')
+        return ParseError(
+            _echo_opcode(fields[0]), f'unknown opcode {_echo(fields[0])}; valid: {valid}, Q'
+        )
     args = fields[1:]
     needed = MIN_ARGUMENTS.get(opcode, 0)
     if len(args) < needed:
-        return ParseError(opcode.value, f'{opcode.value} needs at least {needed} argument(s) '
-                          f'({_ARGUMENT_NAMES[opcode]}), got {len(args)}', len(args) + 1)
+        return ParseError(
+            opcode.value,
+            f'{opcode.value} needs at least {needed} argument(s) '
+            f'({_ARGUMENT_NAMES[opcode]}), got {len(args)}',
+            len(args) + 1,
+        )
     try:
         command = _build(opcode, args)
         _check(command, vocabulary)

@@ -29,9 +29,14 @@ def _field(text: str) -> str:
     return text.replace('|', '_').replace('\n', '_').replace('\r', '_') or NO_PLAY_ID
 
 
-def format_status(state: str, joint_angles_rad: Sequence[float] | None = None,
-                  speed: float = 1.0, resume_play_id: str | None = None,
-                  resume_bar: int = 0, pause_fields: bool = True) -> str:
+def format_status(
+    state: str,
+    joint_angles_rad: Sequence[float] | None = None,
+    speed: float = 1.0,
+    resume_play_id: str | None = None,
+    resume_bar: int = 0,
+    pause_fields: bool = True,
+) -> str:
     """Write the GET_STATUS reply line, terminated by `\\n`.
 
     Args:
@@ -99,5 +104,6 @@ def parse_status(line: str, joint_count: int) -> StatusReport:
             resume_play_id, resume_bar = play_id, int(bar)
         values = values[:-3]
     speed = float(values.pop()) if values else None
-    return StatusReport(state, tuple(float(value) for value in values), speed, resume_play_id,
-                        resume_bar)
+    return StatusReport(
+        state, tuple(float(value) for value in values), speed, resume_play_id, resume_bar
+    )

@@ -44,7 +44,8 @@ class ProtocolVocabulary:
     gesture_names: tuple[str, ...] = GESTURE_NAMES
     play_ids: frozenset[str] | None = None
     joint_limits_rad: Mapping[str, tuple[float, float]] = field(
-        default_factory=lambda: MappingProxyType({}))
+        default_factory=lambda: MappingProxyType({})
+    )
     look_joints: tuple[str, str] | None = None
     max_duration_s: float = DEFAULT_MAX_DURATION_S
     max_abs_angle_deg: float = DEFAULT_MAX_ABS_ANGLE_DEG
@@ -57,8 +58,12 @@ class ProtocolVocabulary:
                 raise ValueError(f'{label} is empty')
             if len(set(names)) != len(names):
                 raise ValueError(f'{label} holds duplicates: {names}')
-        limits = MappingProxyType({str(name): (float(lower), float(upper))
-                                   for name, (lower, upper) in self.joint_limits_rad.items()})
+        limits = MappingProxyType(
+            {
+                str(name): (float(lower), float(upper))
+                for name, (lower, upper) in self.joint_limits_rad.items()
+            }
+        )
         object.__setattr__(self, 'joint_limits_rad', limits)
         unknown = sorted(set(limits) - set(self.joint_names))
         if unknown:
@@ -67,8 +72,9 @@ class ProtocolVocabulary:
             object.__setattr__(self, 'look_joints', tuple(self.look_joints))
             missing = [name for name in self.look_joints if name not in self.joint_names]
             if len(self.look_joints) != 2 or missing:
-                raise ValueError(f'look_joints must be two of {self.joint_names}, '
-                                 f'got {self.look_joints}')
+                raise ValueError(
+                    f'look_joints must be two of {self.joint_names}, got {self.look_joints}'
+                )
         if self.play_ids is not None:
             object.__setattr__(self, 'play_ids', frozenset(self.play_ids))
         for label in ('max_duration_s', 'max_abs_angle_deg'):
@@ -77,9 +83,13 @@ class ProtocolVocabulary:
                 raise ValueError(f'{label} must be positive and finite, got {value}')
 
     @classmethod
-    def from_robot_model(cls, model: Any, look_joints: Iterable[str] | None = None,
-                         play_ids: Iterable[str] | None = None,
-                         **overrides: Any) -> ProtocolVocabulary:
+    def from_robot_model(
+        cls,
+        model: Any,
+        look_joints: Iterable[str] | None = None,
+        play_ids: Iterable[str] | None = None,
+        **overrides: Any,
+    ) -> ProtocolVocabulary:
         """Build the vocabulary of a `phil_description` robot model.
 
         Joint names, hard joint limits, pose names and the kit's HIT names come from the model.
@@ -92,11 +102,16 @@ class ProtocolVocabulary:
             **overrides: Further `ProtocolVocabulary` fields (e.g. `max_duration_s`).
         """
         joint_names = tuple(model.joint_names)
-        limits = {name: (model.joint(name).lower_rad, model.joint(name).upper_rad)
-                  for name in joint_names}
-        return cls(joint_names=joint_names, pose_names=tuple(model.poses),
-                   instrument_names=tuple(model.kit.names),
-                   play_ids=None if play_ids is None else frozenset(play_ids),
-                   joint_limits_rad=limits,
-                   look_joints=None if look_joints is None else tuple(look_joints),
-                   **overrides)
+        limits = {
+            name: (model.joint(name).lower_rad, model.joint(name).upper_rad)
+            for name in joint_names
+        }
+        return cls(
+            joint_names=joint_names,
+            pose_names=tuple(model.poses),
+            instrument_names=tuple(model.kit.names),
+            play_ids=None if play_ids is None else frozenset(play_ids),
+            joint_limits_rad=limits,
+            look_joints=None if look_joints is None else tuple(look_joints),
+            **overrides,
+        )

@@ -79,11 +79,16 @@ def check_score_limits(score: Score) -> None:
         previous_time_s, carry_units = target.time_s, counted.carry_units
         total_samples += counted.samples
         if counted.samples > MAX_WINDOW_SAMPLES:
-            _raise_samples(score, target, f'{counted.samples} samples for the interval ending '
-                           f'at this row', MAX_WINDOW_SAMPLES)
+            _raise_samples(
+                score,
+                target,
+                f'{counted.samples} samples for the interval ending at this row',
+                MAX_WINDOW_SAMPLES,
+            )
         if total_samples > MAX_PLAY_SAMPLES:
-            _raise_samples(score, target, f'{total_samples} samples up to this row',
-                           MAX_PLAY_SAMPLES)
+            _raise_samples(
+                score, target, f'{total_samples} samples up to this row', MAX_PLAY_SAMPLES
+            )
 
 
 def _raise_samples(score: Score, event: ScoreEvent, what: str, limit: int) -> None:

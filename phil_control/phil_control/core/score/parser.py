@@ -199,7 +199,9 @@ def parse_score(
             break
         if bar > MAX_BAR:
             raise ScoreError(
-                source, f'{_field_label(fields, 0)} is above the limit of {MAX_BAR}', line_number,
+                source,
+                f'{_field_label(fields, 0)} is above the limit of {MAX_BAR}',
+                line_number,
                 field_number=1,
             )
         row = _parse_row(fields, bar, source, line_number)

@@ -181,8 +181,7 @@ class PlayListFile:
         error: Why the file is unusable ('' when it was read).
     """
 
-    def __init__(self, path: str | Path,
-                 loader: Callable[[Path], PlayList] | None = None) -> None:
+    def __init__(self, path: str | Path, loader: Callable[[Path], PlayList] | None = None) -> None:
         self.path = Path(path)
         self._loader = loader or load_play_list
         self._stamp: tuple[int, int] | None = None
@@ -210,8 +209,9 @@ class PlayListFile:
         """One line per problem of the list last read (the file's, or each bad entry's)."""
         if self.play_list is None:
             return [self.error]
-        return [f'play list entry refused: {problem}'
-                for problem in self.play_list.problems.values()]
+        return [
+            f'play list entry refused: {problem}' for problem in self.play_list.problems.values()
+        ]
 
 
 def is_path_like(text: str) -> bool:
@@ -267,8 +267,9 @@ def load_play_list(path: str | Path, *, require_scores: bool = True) -> PlayList
     def resolve_score(play_id: str, score: str) -> Path:
         return _confined(_where(path, play_id, lines), base, score)
 
-    play_list = _build_play_list(path, document, _PROJECT_KEYS, resolve_score, require_scores,
-                                 base, lines, problems)
+    play_list = _build_play_list(
+        path, document, _PROJECT_KEYS, resolve_score, require_scores, base, lines, problems
+    )
     return replace(play_list, labels=labels) if labels else play_list
 
 
@@ -277,20 +278,26 @@ def _key_lines(text: str) -> dict[str, int]:
     node = yaml.compose(text)
     if not isinstance(node, yaml.MappingNode):
         return {}
-    return {key.value: key.start_mark.line + 1 for key, _ in node.value
-            if isinstance(key, yaml.ScalarNode)}
+    return {
+        key.value: key.start_mark.line + 1
+        for key, _ in node.value
+        if isinstance(key, yaml.ScalarNode)
+    }
 
 
-def _load_entry_by_entry(path: Path, text: str, error: yaml.YAMLError
-                         ) -> tuple[dict, dict[str, int], dict[str, str], dict[str, str]]:
+def _load_entry_by_entry(
+    path: Path, text: str, error: yaml.YAMLError
+) -> tuple[dict, dict[str, int], dict[str, str], dict[str, str]]:
     """After a YAML syntax error: each top-level entry (from a line that starts at column 0
     up to the next) parsed on its own; the ones with the error become problems, kept under
     the text before their first ':' (what a PLAY of them names) but labelled and described
     by their line only (their text is not repeated: the file may not be a play list)."""
     rows = text.splitlines(keepends=True)
-    starts = [number for number, row in enumerate(rows)
-              if row[:1] not in ('', ' ', '\t', '#', '\n', '\r')
-              and not row.startswith(('---', '...'))]
+    starts = [
+        number
+        for number, row in enumerate(rows)
+        if row[:1] not in ('', ' ', '\t', '#', '\n', '\r') and not row.startswith(('---', '...'))
+    ]
     if not starts:
         raise PlayListError(f'{path}: not valid YAML{_yaml_problem(error)}') from None
     document: dict = {}
@@ -303,8 +310,10 @@ def _load_entry_by_entry(path: Path, text: str, error: yaml.YAMLError
         try:
             part = yaml.safe_load(block)
         except yaml.YAMLError as block_error:
-            problems[play_id] = (f'{path}, line {first + 1}: the entry there is not valid YAML'
-                                 f'{_yaml_problem(block_error, first)}')
+            problems[play_id] = (
+                f'{path}, line {first + 1}: the entry there is not valid YAML'
+                f'{_yaml_problem(block_error, first)}'
+            )
             labels[play_id] = f'line {first + 1}'
             continue
         if not isinstance(part, dict) or len(part) != 1:
@@ -359,8 +368,14 @@ def load_upstream_play_list(
         return _confined(_where(path, play_id, {}), base, f'{score}{UPSTREAM_SCORE_SUFFIX}')
 
     return _build_play_list(
-        path, document[UPSTREAM_PLAY_LIST_KEY], _UPSTREAM_KEYS, resolve_score, require_scores,
-        base, {}, {},
+        path,
+        document[UPSTREAM_PLAY_LIST_KEY],
+        _UPSTREAM_KEYS,
+        resolve_score,
+        require_scores,
+        base,
+        {},
+        {},
     )
 
 
@@ -383,8 +398,11 @@ def _confined(entry: str, base: Path, score: str) -> Path:
 def _yaml_problem(error: yaml.YAMLError, line_offset: int = 0) -> str:
     """Where and what, without the quoted text of the file a YAML error message carries."""
     mark = getattr(error, 'problem_mark', None)
-    where = f' at line {mark.line + 1 + line_offset}, column {mark.column + 1}' \
-        if mark is not None else ''
+    where = (
+        f' at line {mark.line + 1 + line_offset}, column {mark.column + 1}'
+        if mark is not None
+        else ''
+    )
     problem = getattr(error, 'problem', None)
     return f'{where}: {quote(problem)}' if problem else where
 
@@ -404,24 +422,32 @@ def _build_play_list(
     entries = {}
     for play_id, raw_entry in document.items():
         try:
-            entries[play_id] = _checked_entry(path, play_id, raw_entry, keys, resolve_score,
-                                              require_scores, lines)
+            entries[play_id] = _checked_entry(
+                path, play_id, raw_entry, keys, resolve_score, require_scores, lines
+            )
         except PlayListError as error:
             problems[str(play_id)] = str(error)
     return PlayList(source=path, entries=entries, root=root, problems=problems)
 
 
-def _checked_entry(path: Path, play_id: Any, raw_entry: Any, keys: _EntryKeys,
-                   resolve_score: Callable[[str, str], Path], require_scores: bool,
-                   lines: Mapping[str, int]) -> PlayListEntry:
+def _checked_entry(
+    path: Path,
+    play_id: Any,
+    raw_entry: Any,
+    keys: _EntryKeys,
+    resolve_score: Callable[[str, str], Path],
+    require_scores: bool,
+    lines: Mapping[str, int],
+) -> PlayListEntry:
     where = _where(path, play_id, lines)
     if not isinstance(play_id, str) or not play_id.strip():
         raise PlayListError(
             f'{where}: play id {play_id!r} must be a non-empty string (quote it in YAML)'
         )
     if is_path_like(play_id):
-        raise PlayListError(f"{where}: play id {quote(play_id)} must not contain '/', '\\' "
-                            "or '..'")
+        raise PlayListError(
+            f"{where}: play id {quote(play_id)} must not contain '/', '\\' or '..'"
+        )
     entry = _build_entry(where, play_id, raw_entry, keys, resolve_score)
     if require_scores and not entry.score_path.is_file():
         raise PlayListError(f'{where}: score file not found: {entry.score_path}')

@@ -18,7 +18,18 @@ from .controller import BusController
 from .state import Lifecycle, Measurements
 
 __all__ = [
-    'BusController', 'Clock', 'ControllerConfig', 'ControllerError', 'CycleConfig',
-    'JointConfig', 'Lifecycle', 'Measurements', 'MonotonicClock', 'MotorMissingError',
-    'SequenceTiming', 'Transports', 'controller_config_from_model', 'relocate_buses',
+    'BusController',
+    'Clock',
+    'ControllerConfig',
+    'ControllerError',
+    'CycleConfig',
+    'JointConfig',
+    'Lifecycle',
+    'Measurements',
+    'MonotonicClock',
+    'MotorMissingError',
+    'SequenceTiming',
+    'Transports',
+    'controller_config_from_model',
+    'relocate_buses',
 ]

@@ -67,5 +67,11 @@ class ControllerCounters:
     dxl_status_errors: int = 0
 
 
-__all__ = ['Clock', 'ControllerCounters', 'ControllerError', 'MonotonicClock',
-           'MotorMissingError', 'Transports']
+__all__ = [
+    'Clock',
+    'ControllerCounters',
+    'ControllerError',
+    'MonotonicClock',
+    'MotorMissingError',
+    'Transports',
+]

@@ -101,8 +101,10 @@ class CycleConfig:
             raise ValueError('tmotor_phases needs at least one phase')
         for phase in (*self.tmotor_phases, self.dxl_phase):
             if not 0 <= phase < self.slow_divider:
-                raise ValueError(f'tmotor_phases and dxl_phase must be in '
-                                 f'0..{self.slow_divider - 1}, got {phase}')
+                raise ValueError(
+                    f'tmotor_phases and dxl_phase must be in '
+                    f'0..{self.slow_divider - 1}, got {phase}'
+                )
         object.__setattr__(self, 'tmotor_phases', tuple(int(p) for p in self.tmotor_phases))
         if self.inactive_poll_ticks < 1 or self.send_error_limit < 1:
             raise ValueError('inactive_poll_ticks and send_error_limit must be >= 1')
@@ -139,8 +141,9 @@ class ControllerConfig:
         if unknown:
             raise ValueError(f'allow_missing names unknown joint(s): {", ".join(unknown)}')
         for joint in self.joints:
-            buses = (self.serial_buses if isinstance(joint.motor, DynamixelParams)
-                     else self.can_buses)
+            buses = (
+                self.serial_buses if isinstance(joint.motor, DynamixelParams) else self.can_buses
+            )
             if joint.motor.bus not in buses:
                 raise ValueError(f'joint {joint.name!r}: bus {joint.motor.bus!r} is not declared')
         for wrist, chain in self.gravity_joints.items():
@@ -163,13 +166,22 @@ class ControllerConfig:
         for joint in self.joints:
             motor = joint.motor
             serial = isinstance(motor, DynamixelParams)
-            result.append(JointSafety(
-                name=joint.name, lower_rad=joint.lower_rad, upper_rad=joint.upper_rad,
-                feedback_timeout_s=(self.safety.serial_feedback_timeout_s if serial
-                                    else self.safety.can_feedback_timeout_s),
-                current_limit_a=(motor.current_limit_a if isinstance(motor, TMotorParams)
-                                 else math.inf),
-                pre_send_checks=isinstance(motor, TMotorParams)))
+            result.append(
+                JointSafety(
+                    name=joint.name,
+                    lower_rad=joint.lower_rad,
+                    upper_rad=joint.upper_rad,
+                    feedback_timeout_s=(
+                        self.safety.serial_feedback_timeout_s
+                        if serial
+                        else self.safety.can_feedback_timeout_s
+                    ),
+                    current_limit_a=(
+                        motor.current_limit_a if isinstance(motor, TMotorParams) else math.inf
+                    ),
+                    pre_send_checks=isinstance(motor, TMotorParams),
+                )
+            )
         return result
 
     @property
@@ -208,14 +220,22 @@ def controller_config_from_model(
         can_buses / serial_buses: Replace the model's bus parameters (e.g. per-test groups).
     """
     joints = tuple(
-        JointConfig(spec.name, spec.index, spec.lower_rad, spec.upper_rad, spec.motor,
-                    spec.velocity_limit_rad_s)
-        for spec in model.joints)
+        JointConfig(
+            spec.name,
+            spec.index,
+            spec.lower_rad,
+            spec.upper_rad,
+            spec.motor,
+            spec.velocity_limit_rad_s,
+        )
+        for spec in model.joints
+    )
     return ControllerConfig(
         joints=joints,
         can_buses=dict(can_buses if can_buses is not None else model.hardware.can_buses),
-        serial_buses=dict(serial_buses if serial_buses is not None
-                          else model.hardware.serial_buses),
+        serial_buses=dict(
+            serial_buses if serial_buses is not None else model.hardware.serial_buses
+        ),
         safety=safety or SafetyConfig(),
         timing=timing or SequenceTiming(),
         cycle=cycle or CycleConfig(),
@@ -253,23 +273,35 @@ def relocate_buses(
         try:
             first = ipaddress.IPv6Address(can_channel_base)
         except ValueError:
-            raise ValueError(f'CAN channel base {can_channel_base!r} is not an IPv6 '
-                             'address') from None
+            raise ValueError(
+                f'CAN channel base {can_channel_base!r} is not an IPv6 address'
+            ) from None
         for index, (name, params) in enumerate(can_buses.items()):
             if params.interface != 'udp_multicast':
-                raise ValueError(f'CAN channel base given, but bus {name!r} is '
-                                 f'{params.interface}, not udp_multicast (sim:=true only)')
+                raise ValueError(
+                    f'CAN channel base given, but bus {name!r} is '
+                    f'{params.interface}, not udp_multicast (sim:=true only)'
+                )
             can_buses[name] = replace(params, channel=str(first + index))
     if serial_port:
         if len(serial_buses) != 1:
-            raise ValueError(f'a serial port override needs exactly one serial bus, the '
-                             f'model has {len(serial_buses)}')
+            raise ValueError(
+                f'a serial port override needs exactly one serial bus, the '
+                f'model has {len(serial_buses)}'
+            )
         name, params = next(iter(serial_buses.items()))
         serial_buses[name] = replace(params, port=serial_port)
     return can_buses, serial_buses
 
 
 __all__ = [
-    'ControllerConfig', 'CycleConfig', 'Epos4Params', 'JointConfig', 'SequenceTiming',
-    'TMotorParams', 'controller_config_from_model', 'default_gravity_joints', 'relocate_buses',
+    'ControllerConfig',
+    'CycleConfig',
+    'Epos4Params',
+    'JointConfig',
+    'SequenceTiming',
+    'TMotorParams',
+    'controller_config_from_model',
+    'default_gravity_joints',
+    'relocate_buses',
 ]

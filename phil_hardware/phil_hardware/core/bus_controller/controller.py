@@ -56,9 +56,13 @@ class BusController(FeedbackReceiver):
         messages: Warnings for humans (bounded), e.g. a refused baud rate on a PTY.
     """
 
-    def __init__(self, config: ControllerConfig, open_transports: Callable[[], Transports],
-                 clock: Clock | None = None,
-                 pump_hook: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        config: ControllerConfig,
+        open_transports: Callable[[], Transports],
+        clock: Clock | None = None,
+        pump_hook: Callable[[], None] | None = None,
+    ) -> None:
         """Create an unconfigured controller.
 
         Args:
@@ -157,10 +161,12 @@ class BusController(FeedbackReceiver):
         self.holding = False
         if self.lifecycle != Lifecycle.ACTIVE:
             return reasons
-        targets = [float(measured) if self.present[index] and math.isfinite(measured)
-                   else target
-                   for index, (measured, target) in enumerate(zip(
-                       self.measured.position_rad, self.queue.target_rad, strict=True))]
+        targets = [
+            float(measured) if self.present[index] and math.isfinite(measured) else target
+            for index, (measured, target) in enumerate(
+                zip(self.measured.position_rad, self.queue.target_rad, strict=True)
+            )
+        ]
         for bus, drives in self._active_epos:
             for drive in drives:
                 if drive.enabled:
@@ -203,10 +209,15 @@ class BusController(FeedbackReceiver):
         failures = self._send_failures.get(bus, 0) + 1
         self._send_failures[bus] = failures
         if failures == self.config.cycle.send_error_limit:
-            self._check(self.safety.latch(
-                FaultCode.BUS_ERROR, '', f'{bus}: {failures} sends failed in a row '
-                f'({transport.last_error}); check cabling, termination and bus-off',
-                self.clock.now()))
+            self._check(
+                self.safety.latch(
+                    FaultCode.BUS_ERROR,
+                    '',
+                    f'{bus}: {failures} sends failed in a row '
+                    f'({transport.last_error}); check cabling, termination and bus-off',
+                    self.clock.now(),
+                )
+            )
         return False
 
     def set_cyclic_members(self) -> None:
@@ -219,8 +230,10 @@ class BusController(FeedbackReceiver):
                 phase = phases[min(buses.index(motor.bus), len(phases) - 1)]
                 self._tmotors_by_phase.setdefault(phase, []).append(motor)
         present_drives = [d for d in self.epos.drives if self.present[d.index]]
-        self._active_epos = [(bus, [d for d in present_drives if d.bus == bus])
-                             for bus in self.epos.buses(present_drives)]
+        self._active_epos = [
+            (bus, [d for d in present_drives if d.bus == bus])
+            for bus in self.epos.buses(present_drives)
+        ]
 
     @property
     def tick_index(self) -> int:
@@ -234,8 +247,10 @@ class BusController(FeedbackReceiver):
         self.poll(now)
         if self.lifecycle == Lifecycle.ACTIVE:
             self._cycle(now)
-        elif (self.lifecycle == Lifecycle.INACTIVE
-              and self._tick_index % self.config.cycle.inactive_poll_ticks == 0):
+        elif (
+            self.lifecycle == Lifecycle.INACTIVE
+            and self._tick_index % self.config.cycle.inactive_poll_ticks == 0
+        ):
             self.poll_feedback()
 
     def poll_feedback(self) -> None:
@@ -275,8 +290,9 @@ class BusController(FeedbackReceiver):
             for bus, bank in self.dxl_banks.items():
                 if bank.present:
                     # One write for both packets: a PTY/USB write costs far more than its bytes.
-                    self.transports.serial[bus].write(bank.goal_packet(targets)
-                                                      + bank.read_packet())
+                    self.transports.serial[bus].write(
+                        bank.goal_packet(targets) + bank.read_packet()
+                    )
 
     def _send_tmotors(self, motors, targets, velocities, measured, now: float) -> None:
         safety = self.safety
@@ -298,8 +314,7 @@ class BusController(FeedbackReceiver):
                     self.send(motor.bus, TMotorGroup.stop_frame(motor))
                 continue
             velocity = 0.0 if holding else float(velocities[i])
-            self.send(motor.bus, TMotorGroup.velocity_frame(motor, target, velocity,
-                                                            measured_rad))
+            self.send(motor.bus, TMotorGroup.velocity_frame(motor, target, velocity, measured_rad))
 
     # -- reporting ---------------------------------------------------------------------------
 
@@ -318,5 +333,11 @@ class BusController(FeedbackReceiver):
         return self.safety.faults
 
 
-__all__ = ['BusController', 'Clock', 'ControllerError', 'MonotonicClock', 'MotorMissingError',
-           'Transports']
+__all__ = [
+    'BusController',
+    'Clock',
+    'ControllerError',
+    'MonotonicClock',
+    'MotorMissingError',
+    'Transports',
+]

@@ -55,7 +55,8 @@ class DynamixelBank:
         self.bus = bus
         self.servos = [
             DynamixelJoint(j.name, j.index, bus, j.motor.device_id, j.motor)
-            for j in joints if isinstance(j.motor, DynamixelParams) and j.motor.bus == bus
+            for j in joints
+            if isinstance(j.motor, DynamixelParams) and j.motor.bus == bus
         ]
         self._by_id = {servo.dxl_id: servo for servo in self.servos}
         self.reader = dxl.StatusPacketReader()
@@ -90,8 +91,9 @@ class DynamixelBank:
     @staticmethod
     def torque_packet(servo: DynamixelJoint, on: bool) -> bytes:
         """WRITE Torque Enable (address 64)."""
-        return dxl.build_write(servo.dxl_id, ControlTable.TORQUE_ENABLE,
-                               TORQUE_ON if on else TORQUE_OFF)
+        return dxl.build_write(
+            servo.dxl_id, ControlTable.TORQUE_ENABLE, TORQUE_ON if on else TORQUE_OFF
+        )
 
     def goal_packet(self, targets_rad: Sequence[float]) -> bytes:
         """SYNC_WRITE at 108 of (acceleration 0, velocity 0, goal tick) for every present servo.

@@ -39,8 +39,10 @@ CONFIGURE_SDOS: tuple[tuple[int, int, int, int], ...] = (
 )
 
 _CST = int(ModeOfOperation.CYCLIC_SYNC_TORQUE)  # an int compare is cheaper than an enum's
-MODE_OF = {ControlMode.POSITION: ModeOfOperation.CYCLIC_SYNC_POSITION,
-           ControlMode.TORQUE: ModeOfOperation.CYCLIC_SYNC_TORQUE}
+MODE_OF = {
+    ControlMode.POSITION: ModeOfOperation.CYCLIC_SYNC_POSITION,
+    ControlMode.TORQUE: ModeOfOperation.CYCLIC_SYNC_TORQUE,
+}
 
 
 def mode_sdo(node_id: int, mode: ModeOfOperation) -> CanFrame:
@@ -50,9 +52,11 @@ def mode_sdo(node_id: int, mode: ModeOfOperation) -> CanFrame:
 
 def mode_switch_frames(node_id: int, mode: ModeOfOperation) -> list[CanFrame]:
     """Run-time CSP <-> CST switch as upstream: 0x6060 SDO, Shutdown, Enable (no SYNC)."""
-    return [mode_sdo(node_id, mode),
-            epos4.encode_controlword(node_id, Controlword.SHUTDOWN),
-            epos4.encode_controlword(node_id, Controlword.ENABLE_OPERATION)]
+    return [
+        mode_sdo(node_id, mode),
+        epos4.encode_controlword(node_id, Controlword.SHUTDOWN),
+        epos4.encode_controlword(node_id, Controlword.ENABLE_OPERATION),
+    ]
 
 
 def shutdown_frames(node_id: int) -> list[CanFrame]:
@@ -103,16 +107,24 @@ class Epos4Drive:
             angles = [measured[i] for i in self.gravity_indices]
             if all(a == a for a in angles):  # no NaN
                 gravity = epos4.gravity_torque_mnm(
-                    angles, params.gravity_mass_kg, params.gravity_lever_m, params.gear_ratio)
+                    angles, params.gravity_mass_kg, params.gravity_lever_m, params.gear_ratio
+                )
         torque, self.filtered_derivative_rad_s = epos4.cst_torque_law(
-            error, self.previous_error_rad, self.filtered_derivative_rad_s,
-            params.kp_mnm_per_rad, params.kd_mnm_s_per_rad, gravity)
+            error,
+            self.previous_error_rad,
+            self.filtered_derivative_rad_s,
+            params.kp_mnm_per_rad,
+            params.kd_mnm_s_per_rad,
+            gravity,
+        )
         self.previous_error_rad = error
         return epos4.encode_target_torque(
-            self.node_id, torque, params.rated_torque_mnm, params.max_torque_mnm)
+            self.node_id, torque, params.rated_torque_mnm, params.max_torque_mnm
+        )
 
-    def switch_to(self, control_mode: int, target_rad: float,
-                  measured: Sequence[float]) -> list[CanFrame]:
+    def switch_to(
+        self, control_mode: int, target_rad: float, measured: Sequence[float]
+    ) -> list[CanFrame]:
         """Frames that switch the drive to ``control_mode`` and reset the CST law state."""
         mode = MODE_OF[ControlMode(control_mode)]
         self.mode = mode
@@ -120,7 +132,8 @@ class Epos4Drive:
         error = 0.0
         if measured_rad == measured_rad:
             error = self.params.joint_to_motor_rad(target_rad) - self.params.joint_to_motor_rad(
-                measured_rad)
+                measured_rad
+            )
         # Start the derivative from the current error so the switch does not kick.
         self.previous_error_rad = error
         self.filtered_derivative_rad_s = 0.0
@@ -132,22 +145,31 @@ class Epos4Drive:
         Raises:
             CodecError: The frame is not a valid TPDO.
         """
-        feedback = epos4.decode_feedback(frame, self.params.gear_ratio,
-                                         self.params.rated_torque_mnm)
+        feedback = epos4.decode_feedback(
+            frame, self.params.gear_ratio, self.params.rated_torque_mnm
+        )
         return feedback, self.params.motor_to_joint_rad(feedback.position_rad)
 
 
 class Epos4Group:
     """All EPOS4 drives of the robot."""
 
-    def __init__(self, joints: Sequence[JointConfig],
-                 gravity_joints: Mapping[str, tuple[str, str, str]]) -> None:
+    def __init__(
+        self, joints: Sequence[JointConfig], gravity_joints: Mapping[str, tuple[str, str, str]]
+    ) -> None:
         """Collect the EPOS4 joints and resolve their gravity chains to indices."""
         index = {j.name: j.index for j in joints}
         self.drives = [
-            Epos4Drive(j.name, j.index, j.motor.bus, j.motor.device_id, j.motor,
-                       tuple(index[n] for n in gravity_joints.get(j.name, ())))
-            for j in joints if isinstance(j.motor, Epos4Params)
+            Epos4Drive(
+                j.name,
+                j.index,
+                j.motor.bus,
+                j.motor.device_id,
+                j.motor,
+                tuple(index[n] for n in gravity_joints.get(j.name, ())),
+            )
+            for j in joints
+            if isinstance(j.motor, Epos4Params)
         ]
 
     def buses(self, drives: Sequence[Epos4Drive] | None = None) -> list[str]:
@@ -182,6 +204,15 @@ def is_operation_enabled(statusword: int) -> bool:
     return epos4.cia402_state(statusword) == Cia402State.OPERATION_ENABLED
 
 
-__all__ = ['CONFIGURE_SDOS', 'Epos4Drive', 'Epos4Group', 'describe_statusword',
-           'drive_fault_text', 'is_operation_enabled', 'mode_sdo',
-           'mode_switch_frames', 'nmt_start', 'shutdown_frames']
+__all__ = [
+    'CONFIGURE_SDOS',
+    'Epos4Drive',
+    'Epos4Group',
+    'describe_statusword',
+    'drive_fault_text',
+    'is_operation_enabled',
+    'mode_sdo',
+    'mode_switch_frames',
+    'nmt_start',
+    'shutdown_frames',
+]

@@ -85,8 +85,9 @@ class FeedbackReceiver:
             ext = self._ext[bus]
             for frame in rx:
                 table = ext if frame.is_extended_id else std
-                handler = table.get(frame.arbitration_id & 0xFF if frame.is_extended_id
-                                    else frame.arbitration_id)
+                handler = table.get(
+                    frame.arbitration_id & 0xFF if frame.is_extended_id else frame.arbitration_id
+                )
                 if handler is None:
                     self.counters.frames_unexpected += 1
                     continue
@@ -152,12 +153,18 @@ class FeedbackReceiver:
         except CodecError:
             return  # the discovery probe's reply need not be a valid response
         if reply.service == epos4_codec.SdoService.ABORT and (
-                self.lifecycle != Lifecycle.CONFIGURING):  # the probe's abort is expected
+            self.lifecycle != Lifecycle.CONFIGURING
+        ):  # the probe's abort is expected
             self.counters.sdo_aborts += 1
             if self.lifecycle == Lifecycle.ACTIVE:
-                self._check(self.safety.latch(
-                    FaultCode.MOTOR_ERROR, drive.joint,
-                    f'SDO 0x{reply.index:04X} refused: {reply.abort_text}', now))
+                self._check(
+                    self.safety.latch(
+                        FaultCode.MOTOR_ERROR,
+                        drive.joint,
+                        f'SDO 0x{reply.index:04X} refused: {reply.abort_text}',
+                        now,
+                    )
+                )
 
     def _on_serial(self, bank: DynamixelBank, data: bytes, now: float) -> None:
         for servo, status in bank.feed(data):
@@ -175,8 +182,9 @@ class FeedbackReceiver:
             if self.supervising:
                 self._check(self.safety.on_position(i, position, now))
                 alert = status.error & 0x80
-                self._check(self.safety.on_motor_error(
-                    i, bank.error_text(status) if alert else '', now))
+                self._check(
+                    self.safety.on_motor_error(i, bank.error_text(status) if alert else '', now)
+                )
 
     def _plausible(self, index: int, position: float, now: float) -> bool:
         # A CAN payload has no checksum of its own: a garbled frame that still decodes shows

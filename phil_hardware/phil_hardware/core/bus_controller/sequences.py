@@ -66,8 +66,12 @@ def describe_motor(ctl: BusController, index: int) -> str:
     return f'{joint.name} ({kind} on {motor.bus})'
 
 
-def wait(ctl: BusController, seconds: float, until: Callable[[], bool] | None = None,
-         sync_buses: Sequence[str] = ()) -> bool:
+def wait(
+    ctl: BusController,
+    seconds: float,
+    until: Callable[[], bool] | None = None,
+    sync_buses: Sequence[str] = (),
+) -> bool:
     """Poll the buses for ``seconds`` or until ``until()`` is true.
 
     Args:
@@ -138,8 +142,11 @@ def _discover(ctl: BusController) -> None:
         for servo in bank.servos:
             for _attempt in range(max(1, timing.dxl_retries)):
                 serial.write(bank.ping_packet(servo))
-                if wait(ctl, timing.dxl_reply_timeout_s,
-                        lambda s=servo: counts[s.index] > before[s.index]):
+                if wait(
+                    ctl,
+                    timing.dxl_reply_timeout_s,
+                    lambda s=servo: counts[s.index] > before[s.index],
+                ):
                     break
     indices = range(len(ctl.config.joints))
     wait(ctl, timing.discovery_listen_s, lambda: all(counts[i] > before[i] for i in indices))
@@ -147,9 +154,13 @@ def _discover(ctl: BusController) -> None:
     refused = [i for i in missing if ctl.config.joints[i].name not in ctl.config.allow_missing]
     if refused:
         names = [ctl.config.joints[i].name for i in refused]
-        raise MotorMissingError(names, 'motor(s) not found: ' + '; '.join(
-            describe_motor(ctl, i) for i in refused) + '. Check power, wiring and ids, or list '
-            'them in allow_missing')
+        raise MotorMissingError(
+            names,
+            'motor(s) not found: '
+            + '; '.join(describe_motor(ctl, i) for i in refused)
+            + '. Check power, wiring and ids, or list '
+            'them in allow_missing',
+        )
     ctl.missing = [ctl.config.joints[i].name for i in missing]
     for i in missing:
         ctl.present[i] = False
@@ -165,8 +176,14 @@ def present_drives(ctl: BusController) -> list[Epos4Drive]:
     return [d for d in ctl.epos.drives if ctl.present[d.index]]
 
 
-def sdo_write_all(ctl: BusController, drives: Sequence[Epos4Drive], index: int, subindex: int,
-                  value: int, size: int) -> None:
+def sdo_write_all(
+    ctl: BusController,
+    drives: Sequence[Epos4Drive],
+    index: int,
+    subindex: int,
+    value: int,
+    size: int,
+) -> None:
     """Write one object on every drive (in parallel) and wait for every acknowledge.
 
     Raises:
@@ -175,8 +192,11 @@ def sdo_write_all(ctl: BusController, drives: Sequence[Epos4Drive], index: int, 
     for drive in drives:
         ctl.sdo_replies.pop(drive.node_id, None)
         ctl.send(drive.bus, codec.encode_sdo_download(drive.node_id, index, subindex, value, size))
-    wait(ctl, ctl.config.timing.sdo_timeout_s,
-         lambda: all(d.node_id in ctl.sdo_replies for d in drives))
+    wait(
+        ctl,
+        ctl.config.timing.sdo_timeout_s,
+        lambda: all(d.node_id in ctl.sdo_replies for d in drives),
+    )
     what = f'SDO write 0x{index:04X}/{subindex} = {value}'
     for drive in drives:
         frame = ctl.sdo_replies.get(drive.node_id)
@@ -203,8 +223,14 @@ def _configure_drives(ctl: BusController, zero_origins: bool) -> None:
         return
     # Upstream enabled in HMM, then switched to CSP; homing never started (method 37, no
     # start bit), so CSP is written directly and the drives wait in "ready to switch on".
-    sdo_write_all(ctl, drives, codec.ObjectIndex.MODES_OF_OPERATION, 0,
-                  ModeOfOperation.CYCLIC_SYNC_POSITION, 1)
+    sdo_write_all(
+        ctl,
+        drives,
+        codec.ObjectIndex.MODES_OF_OPERATION,
+        0,
+        ModeOfOperation.CYCLIC_SYNC_POSITION,
+        1,
+    )
     for drive in drives:
         drive.mode = ModeOfOperation.CYCLIC_SYNC_POSITION
         # PDOs flow from now on (power stage stays off), so the state is readable while inactive.
@@ -228,15 +254,22 @@ def _zero_tmotors(ctl: BusController) -> None:
             wait(ctl, timing.origin_spacing_s)
     wait(ctl, timing.origin_settle_s)
     mark = ctl.clock.now()
-    if not wait(ctl, timing.feedback_wait_s,
-                lambda: all(measured.last_feedback_s[m.index] > mark for m in tmotors)):
-        silent = [describe_motor(ctl, m.index) for m in tmotors
-                  if not measured.last_feedback_s[m.index] > mark]
+    if not wait(
+        ctl,
+        timing.feedback_wait_s,
+        lambda: all(measured.last_feedback_s[m.index] > mark for m in tmotors),
+    ):
+        silent = [
+            describe_motor(ctl, m.index)
+            for m in tmotors
+            if not measured.last_feedback_s[m.index] > mark
+        ]
         raise _error(f'no feedback after SET_ORIGIN from {", ".join(silent)}')
 
 
-def _send_controlword_all(ctl: BusController, drives: Sequence[Epos4Drive],
-                          controlword: Controlword) -> None:
+def _send_controlword_all(
+    ctl: BusController, drives: Sequence[Epos4Drive], controlword: Controlword
+) -> None:
     for bus in ctl.epos.buses(drives):
         for drive in drives:
             if drive.bus == bus:
@@ -271,24 +304,41 @@ def _activate(ctl: BusController) -> None:
     _make_ready(ctl, drives)
     stale = [d for d in drives if d.mode != ModeOfOperation.CYCLIC_SYNC_POSITION]
     if stale:  # left in CST by the wrists when the last activation ended
-        sdo_write_all(ctl, stale, codec.ObjectIndex.MODES_OF_OPERATION, 0,
-                      ModeOfOperation.CYCLIC_SYNC_POSITION, 1)
+        sdo_write_all(
+            ctl,
+            stale,
+            codec.ObjectIndex.MODES_OF_OPERATION,
+            0,
+            ModeOfOperation.CYCLIC_SYNC_POSITION,
+            1,
+        )
         _send_controlword_all(ctl, stale, Controlword.SHUTDOWN)
     for drive in drives:
         drive.mode = ModeOfOperation.CYCLIC_SYNC_POSITION
         position = measured.position_rad[drive.index]
         motor_rad = drive.params.joint_to_motor_rad(position) if position == position else 0.0
-        ctl.send(drive.bus, codec.encode_target_position(drive.node_id, motor_rad,
-                                                         drive.params.gear_ratio))
+        ctl.send(
+            drive.bus,
+            codec.encode_target_position(drive.node_id, motor_rad, drive.params.gear_ratio),
+        )
     _send_controlword_all(ctl, drives, Controlword.ENABLE_OPERATION)
     mark = ctl.clock.now()
-    if drives and not wait(ctl, timing.enable_timeout_s, lambda: all(
+    if drives and not wait(
+        ctl,
+        timing.enable_timeout_s,
+        lambda: all(
             measured.last_feedback_s[d.index] > mark
-            and is_operation_enabled(measured.statusword[d.index]) for d in drives),
-            sync_buses=ctl.epos.buses(drives)):
-        stuck = [f'{describe_motor(ctl, d.index)} is '
-                 f'{describe_statusword(measured.statusword[d.index])}'
-                 for d in drives if not is_operation_enabled(measured.statusword[d.index])]
+            and is_operation_enabled(measured.statusword[d.index])
+            for d in drives
+        ),
+        sync_buses=ctl.epos.buses(drives),
+    ):
+        stuck = [
+            f'{describe_motor(ctl, d.index)} is '
+            f'{describe_statusword(measured.statusword[d.index])}'
+            for d in drives
+            if not is_operation_enabled(measured.statusword[d.index])
+        ]
         raise _error('drive(s) not enabled: ' + '; '.join(stuck or ['no TPDO after enable']))
     for drive in drives:
         drive.enabled = True
@@ -319,11 +369,17 @@ def _make_ready(ctl: BusController, drives: Sequence[Epos4Drive]) -> None:
     measured = ctl.measured
     mark = ctl.clock.now()
     buses = ctl.epos.buses(drives)
-    if not wait(ctl, timing.enable_timeout_s,
-                lambda: all(measured.last_feedback_s[d.index] > mark for d in drives),
-                sync_buses=buses):
-        silent = [describe_motor(ctl, d.index) for d in drives
-                  if not measured.last_feedback_s[d.index] > mark]
+    if not wait(
+        ctl,
+        timing.enable_timeout_s,
+        lambda: all(measured.last_feedback_s[d.index] > mark for d in drives),
+        sync_buses=buses,
+    ):
+        silent = [
+            describe_motor(ctl, d.index)
+            for d in drives
+            if not measured.last_feedback_s[d.index] > mark
+        ]
         raise _error(f'no status from {", ".join(silent)}')
 
     def state(drive: Epos4Drive) -> Cia402State:
@@ -335,11 +391,20 @@ def _make_ready(ctl: BusController, drives: Sequence[Epos4Drive]) -> None:
     for drive in behind:
         ctl.send(drive.bus, nmt_start(drive.node_id))
     _send_controlword_all(ctl, behind, Controlword.SHUTDOWN)
-    if not wait(ctl, timing.enable_timeout_s, lambda: all(state(d) in _READY for d in behind),
-                sync_buses=ctl.epos.buses(behind)):
-        raise _error('drive(s) not ready to switch on: ' + '; '.join(
-            f'{describe_motor(ctl, d.index)} is {state(d).value.lower()}'
-            for d in behind if state(d) not in _READY))
+    if not wait(
+        ctl,
+        timing.enable_timeout_s,
+        lambda: all(state(d) in _READY for d in behind),
+        sync_buses=ctl.epos.buses(behind),
+    ):
+        raise _error(
+            'drive(s) not ready to switch on: '
+            + '; '.join(
+                f'{describe_motor(ctl, d.index)} is {state(d).value.lower()}'
+                for d in behind
+                if state(d) not in _READY
+            )
+        )
 
 
 def _dxl_write_confirmed(ctl: BusController, bus: str, packet: bytes, servo, what: str) -> None:
@@ -351,8 +416,10 @@ def _dxl_write_confirmed(ctl: BusController, bus: str, packet: bytes, servo, wha
         if wait(ctl, timing.dxl_reply_timeout_s, lambda: key in ctl.dxl_replies):
             status = ctl.dxl_replies[key]
             if status.error & 0x7F:
-                raise _error(f'{describe_motor(ctl, servo.index)}: {what} refused '
-                             f'({ctl.dxl_banks[bus].error_text(status)})')
+                raise _error(
+                    f'{describe_motor(ctl, servo.index)}: {what} refused '
+                    f'({ctl.dxl_banks[bus].error_text(status)})'
+                )
             return
     raise _error(f'{describe_motor(ctl, servo.index)}: no reply to {what}')
 
@@ -371,8 +438,9 @@ def release(ctl: BusController) -> None:
             continue
         for servo in bank.present:
             try:
-                _dxl_write_confirmed(ctl, bus, bank.torque_packet(servo, False), servo,
-                                     'torque off')
+                _dxl_write_confirmed(
+                    ctl, bus, bank.torque_packet(servo, False), servo, 'torque off'
+                )
             except Exception as error:  # releasing must go on for the other servos
                 ctl.warn(str(error))
 
@@ -409,13 +477,24 @@ def shutdown_with_sync(drive: Epos4Drive) -> list[CanFrame]:
 
 def reenable_frames(drive: Epos4Drive, measured_rad: float) -> list[CanFrame]:
     """After a reset: CSP mode, target = measured, Shutdown, Enable (SYNC sent by the caller)."""
-    motor_rad = drive.params.joint_to_motor_rad(measured_rad) if measured_rad == measured_rad \
-        else 0.0
-    return [mode_sdo(drive.node_id, ModeOfOperation.CYCLIC_SYNC_POSITION),
-            codec.encode_target_position(drive.node_id, motor_rad, drive.params.gear_ratio),
-            codec.encode_controlword(drive.node_id, Controlword.SHUTDOWN),
-            codec.encode_controlword(drive.node_id, Controlword.ENABLE_OPERATION)]
+    motor_rad = (
+        drive.params.joint_to_motor_rad(measured_rad) if measured_rad == measured_rad else 0.0
+    )
+    return [
+        mode_sdo(drive.node_id, ModeOfOperation.CYCLIC_SYNC_POSITION),
+        codec.encode_target_position(drive.node_id, motor_rad, drive.params.gear_ratio),
+        codec.encode_controlword(drive.node_id, Controlword.SHUTDOWN),
+        codec.encode_controlword(drive.node_id, Controlword.ENABLE_OPERATION),
+    ]
 
 
-__all__ = ['activate', 'configure', 'deactivate', 'describe_motor', 'release',
-           'sdo_write_all', 'shutdown', 'wait']
+__all__ = [
+    'activate',
+    'configure',
+    'deactivate',
+    'describe_motor',
+    'release',
+    'sdo_write_all',
+    'shutdown',
+    'wait',
+]

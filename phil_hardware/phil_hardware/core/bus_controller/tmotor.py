@@ -49,7 +49,8 @@ class TMotorGroup:
         """Collect the TMotor joints (others are ignored)."""
         self.motors = [
             TMotorJoint(j.name, j.index, j.motor.bus, j.motor.device_id, j.motor)
-            for j in joints if isinstance(j.motor, TMotorParams)
+            for j in joints
+            if isinstance(j.motor, TMotorParams)
         ]
 
     def origin_frames(self) -> list[tuple[TMotorJoint, CanFrame]]:
@@ -58,7 +59,9 @@ class TMotorGroup:
 
     @staticmethod
     def velocity_frame(
-        motor: TMotorJoint, target_rad: float, target_velocity_rad_s: float,
+        motor: TMotorJoint,
+        target_rad: float,
+        target_velocity_rad_s: float,
         measured_rad: float | None,
     ) -> CanFrame:
         """SET_RPM with the upstream velocity law (FACTS section 2).
@@ -99,5 +102,6 @@ class TMotorGroup:
         params = motor.params
         position = params.motor_to_joint_rad(feedback.position_rad)
         velocity = tmotor.erpm_to_joint_velocity_rad_s(
-            feedback.speed_erpm, params.direction_sign, params.gear_ratio, params.pole_pairs)
+            feedback.speed_erpm, params.direction_sign, params.gear_ratio, params.pole_pairs
+        )
         return feedback, position, velocity

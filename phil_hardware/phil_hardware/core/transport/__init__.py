@@ -37,7 +37,16 @@ from .serial_port import (
 )
 
 __all__ = [
-    'SUPPORTED_CAN_INTERFACES', 'CanTransport', 'SerialTransport', 'TransportError',
-    'check_multicast_group', 'frame_bits', 'is_pty', 'latency_advice', 'latency_timer_path',
-    'open_can_bus', 'open_serial_port', 'read_latency_timer_ms',
+    'SUPPORTED_CAN_INTERFACES',
+    'CanTransport',
+    'SerialTransport',
+    'TransportError',
+    'check_multicast_group',
+    'frame_bits',
+    'is_pty',
+    'latency_advice',
+    'latency_timer_path',
+    'open_can_bus',
+    'open_serial_port',
+    'read_latency_timer_ms',
 ]

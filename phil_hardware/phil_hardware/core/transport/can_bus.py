@@ -104,7 +104,7 @@ def open_can_bus(params: CanBusParams, **kwargs: Any) -> can.BusABC:
     except (can.CanError, OSError, ValueError, ImportError) as error:
         hint = {
             'socketcan': f'is {params.channel} up? (ip link set {params.channel} up type can '
-                         f'bitrate {params.bitrate})',
+            f'bitrate {params.bitrate})',
             'udp_multicast': 'is IPv6 enabled and msgpack installed?',
         }.get(params.interface, '')
         raise TransportError(
@@ -226,8 +226,12 @@ class CanTransport:
         self.bits_sent += FRAME_BITS[frame.is_extended_id][min(len(frame.data), 8)]
         return True
 
-    def drain(self, out: list[CanFrame], limit: int = _MAX_DRAIN_PER_CALL,
-              sent_at: list[float] | None = None) -> int:
+    def drain(
+        self,
+        out: list[CanFrame],
+        limit: int = _MAX_DRAIN_PER_CALL,
+        sent_at: list[float] | None = None,
+    ) -> int:
         """Append every frame that has arrived (at most ``limit``) to ``out`` without waiting.
 
         Args:

@@ -84,8 +84,10 @@ def open_serial_port(params: SerialBusParams, warn: Callable[[str], None]) -> An
                 f'serial bus {params.name!r}: cannot open {params.port} at {params.baudrate} '
                 f'baud: {error}. Is the adapter plugged in and the baud rate supported?'
             ) from error
-        warn(f'serial bus {params.name!r}: PTY {params.port} refused {params.baudrate} baud '
-             f'({error}); continuing at the PTY default')
+        warn(
+            f'serial bus {params.name!r}: PTY {params.port} refused {params.baudrate} baud '
+            f'({error}); continuing at the PTY default'
+        )
         try:
             port = serial.Serial(params.port, timeout=0, write_timeout=0)
         except (serial.SerialException, OSError) as again:

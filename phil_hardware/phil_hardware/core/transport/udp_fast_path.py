@@ -45,10 +45,10 @@ def drop_source_port_filter(port: int) -> list[tuple[int, int, int, int]]:
         The program as ``(code, jt, jf, k)`` instructions.
     """
     return [
-        (_BPF_LD_H_ABS, 0, 0, 0),          # A = source port
-        (_BPF_JEQ_K, 0, 1, port),          # A == port ? next : skip one
-        (_BPF_RET_K, 0, 0, 0),             # drop
-        (_BPF_RET_K, 0, 0, 0xFFFFFFFF),    # keep the whole datagram
+        (_BPF_LD_H_ABS, 0, 0, 0),  # A = source port
+        (_BPF_JEQ_K, 0, 1, port),  # A == port ? next : skip one
+        (_BPF_RET_K, 0, 0, 0),  # drop
+        (_BPF_RET_K, 0, 0, 0xFFFFFFFF),  # keep the whole datagram
     ]
 
 
@@ -67,8 +67,9 @@ def attach_filter(sock: socket.socket, program: list[tuple[int, int, int, int]])
 class UdpFastPath:
     """Sends and drains one python-can ``udp_multicast`` bus directly on its sockets."""
 
-    def __init__(self, sock: socket.socket, destination: tuple, tag: str,
-                 filter_own_frames: bool = True) -> None:
+    def __init__(
+        self, sock: socket.socket, destination: tuple, tag: str, filter_own_frames: bool = True
+    ) -> None:
         """Take over the bus socket ``sock`` for receiving; open the send socket.
 
         Args:
@@ -137,22 +138,37 @@ class UdpFastPath:
     def send(self, frame: CanFrame) -> str | None:
         """Send ``frame`` without waiting; returns why it failed, or None."""
         data = frame.data
-        packed = self._packb({
-            # python-can's receiver replaces it with its receive time; this path's receiver
-            # reads it as the send time (one host, one CLOCK_MONOTONIC).
-            'timestamp': time.monotonic(), 'arbitration_id': frame.arbitration_id,
-            'is_extended_id': frame.is_extended_id, 'is_remote_frame': False,
-            'is_error_frame': False, 'channel': self._tag, 'dlc': len(data), 'data': data,
-            'is_fd': False, 'bitrate_switch': False, 'error_state_indicator': False,
-        }, use_bin_type=True)
+        packed = self._packb(
+            {
+                # python-can's receiver replaces it with its receive time; this path's receiver
+                # reads it as the send time (one host, one CLOCK_MONOTONIC).
+                'timestamp': time.monotonic(),
+                'arbitration_id': frame.arbitration_id,
+                'is_extended_id': frame.is_extended_id,
+                'is_remote_frame': False,
+                'is_error_frame': False,
+                'channel': self._tag,
+                'dlc': len(data),
+                'data': data,
+                'is_fd': False,
+                'bitrate_switch': False,
+                'error_state_indicator': False,
+            },
+            use_bin_type=True,
+        )
         try:
             self._send_sock.sendto(packed, socket.MSG_DONTWAIT, self._destination)
         except OSError as error:
             return str(error)
         return None
 
-    def drain(self, owner: CanTransport, out: list[CanFrame], limit: int,
-              sent_at: list[float] | None = None) -> int:
+    def drain(
+        self,
+        owner: CanTransport,
+        out: list[CanFrame],
+        limit: int,
+        sent_at: list[float] | None = None,
+    ) -> int:
         """:meth:`CanTransport.drain` for this bus; counts into ``owner``."""
         received = 0
         latest = time.monotonic() + _SEND_TIME_SLACK_S
@@ -175,8 +191,12 @@ class UdpFastPath:
                 arbitration_id = fields['arbitration_id']
                 extended = bool(fields['is_extended_id'])
                 data = bytes(fields['data'])
-                if fields.get('is_remote_frame') or fields.get('is_error_frame') or \
-                        fields.get('is_fd') or len(data) > 8:
+                if (
+                    fields.get('is_remote_frame')
+                    or fields.get('is_error_frame')
+                    or fields.get('is_fd')
+                    or len(data) > 8
+                ):
                     owner.ignored += 1
                     continue
             except Exception as error:  # any garbage datagram: count it, keep draining
