@@ -177,19 +177,7 @@ class PlaySession:
         source = self._source(score, start_bar)
         if source.score.events:
             # The waist chooser only caches: sharing it warms it for the real play.
-            dry = Playback(
-                self.robot,
-                source,
-                0.0,
-                current_positions_rad,
-                speed,
-                False,
-                self._chooser,
-                self.wrist_torque,
-                self.motion_lead_s,
-                self.pedal_lead_s,
-                self.play_list,
-            )
+            dry = self._playback(source, 0.0, current_positions_rad, speed, False)
             check_feasible(dry, source, self.joint_table)
 
     def _source(self, score: str, start_bar: int) -> PlaySource:
@@ -430,18 +418,19 @@ class PlaySession:
             raise RuntimeError('no play has been started')
         return self._play
 
-    def _begin(
+    def _playback(
         self,
         source: PlaySource,
-        now_s: float,
+        start_s: float,
         current_positions_rad: np.ndarray,
         speed: float,
         improv: bool,
-    ) -> list[MotionChunk]:
-        play = Playback(
+    ) -> Playback:
+        """A playback of ``source`` with this session's settings (the real one, or `check`'s)."""
+        return Playback(
             self.robot,
             source,
-            now_s + self.margin_s,
+            start_s,
             current_positions_rad,
             speed,
             improv,
@@ -451,5 +440,15 @@ class PlaySession:
             self.pedal_lead_s,
             self.play_list,
         )
+
+    def _begin(
+        self,
+        source: PlaySource,
+        now_s: float,
+        current_positions_rad: np.ndarray,
+        speed: float,
+        improv: bool,
+    ) -> list[MotionChunk]:
+        play = self._playback(source, now_s + self.margin_s, current_positions_rad, speed, improv)
         self._play, self._reported = play, 0
         return [*play.drum_start(), *play.fill(now_s, self.extra_lookahead_s)]
