@@ -20,10 +20,10 @@ from phil_control.core.play import (
     StrikeTarget,
     next_score_in_folder,
 )
-from phil_control.core.play.common import ControlMode
 from phil_control.core.play.timing import sample_hermite
 from phil_control.core.score import Hand, load_play_list, load_score
 from phil_description.core import default_robot_model
+from phil_description.core.trajectory import ControlMode
 
 SCORES = Path(__file__).resolve().parents[2] / 'scores'
 START_S = 10.0

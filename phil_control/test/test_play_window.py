@@ -11,7 +11,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from phil_control.core.play.common import (
-    ControlMode,
     MotionError,
     MotionErrorKind,
     window_control_modes,
@@ -27,6 +26,7 @@ from phil_control.core.play.window_motion import (
 )
 from phil_control.core.score import Hand, ScoreEvent, Window
 from phil_description.core import default_robot_model
+from phil_description.core.trajectory import ControlMode
 
 DEG = math.pi / 180.0
 

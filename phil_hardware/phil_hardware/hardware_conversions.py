@@ -15,7 +15,8 @@ from builtin_interfaces.msg import Time
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory
 
-from phil_hardware.core.chunk_queue import ControlMode, TrajectoryChunk
+from phil_description.core.trajectory import ControlMode
+from phil_hardware.core.chunk_queue import TrajectoryChunk
 from phil_hardware.core.safety import Fault as CoreFault
 from phil_hardware.rt import BusSnapshot
 from phil_msgs.msg import Fault, HardwareStatus, MotorState, MotorStates

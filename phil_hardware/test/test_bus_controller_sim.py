@@ -10,8 +10,9 @@ import pytest
 from test_bus_rig import make_rig
 
 from phil_description.core import default_robot_model
+from phil_description.core.trajectory import ControlMode
 from phil_hardware.core.bus_controller import Lifecycle, MotorMissingError
-from phil_hardware.core.chunk_queue import ControlMode, TrajectoryChunk
+from phil_hardware.core.chunk_queue import TrajectoryChunk
 from phil_hardware.core.codecs import epos4 as epos4_codec
 from phil_hardware.core.codecs import tmotor as tmotor_codec
 from phil_hardware.core.codecs.frame import CanFrame

@@ -7,10 +7,10 @@ import math
 import numpy as np
 import pytest
 
+from phil_description.core.trajectory import ControlMode
 from phil_hardware.core.chunk_queue import (
     ChunkError,
     ChunkQueue,
-    ControlMode,
     TrajectoryChunk,
 )
 

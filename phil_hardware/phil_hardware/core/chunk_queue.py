@@ -25,18 +25,12 @@ import bisect
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from enum import IntEnum
 
 import numpy as np
 
+from phil_description.core.trajectory import ControlMode
+
 DEFAULT_MAX_QUEUED_CHUNKS = 64
-
-
-class ControlMode(IntEnum):
-    """Per-joint control mode of a chunk (mirrors phil_msgs/TrajectoryChunk MODE_*)."""
-
-    POSITION = 0  # TMotor velocity law, EPOS4 CSP, Dynamixel goal position
-    TORQUE = 1  # EPOS4 CST: kp/kd tracking plus gravity compensation
 
 
 class ChunkError(ValueError):

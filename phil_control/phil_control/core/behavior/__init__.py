@@ -37,10 +37,10 @@ from phil_control.core.behavior.states import (
     BehaviorConfig,
     Decision,
     MachineSnapshot,
-    Rejection,
-    ResumePoint,
+    RefusedCommand,
     RobotState,
 )
+from phil_control.core.play.timeline import ResumePoint
 
 __all__ = [
     'LATCHED_STATES',
@@ -56,7 +56,7 @@ __all__ = [
     'MoveToPose',
     'PausePlay',
     'PerformGesture',
-    'Rejection',
+    'RefusedCommand',
     'ResetHardware',
     'ResumePlay',
     'ResumePoint',

@@ -60,10 +60,10 @@ from phil_control.core.behavior.states import (
     BehaviorConfig,
     Decision,
     MachineSnapshot,
-    Rejection,
-    ResumePoint,
+    RefusedCommand,
     RobotState,
 )
+from phil_control.core.play.timeline import ResumePoint
 from phil_control.core.protocol.commands import (
     MOTION_COMMANDS,
     Command,
@@ -108,7 +108,7 @@ class StateMachine:
         self._started = False
         self._speed = 1.0
         self._resume: ResumePoint | None = None
-        self._last_rejection: Rejection | None = None
+        self._last_rejection: RefusedCommand | None = None
         self._ending: str | None = None  # 'pause' or 'stop' once asked during PLAYING
         self._shutdown_after_motion = False
         self._quit_after_play = False  # QUIT in PLAYING: the shutdown pose once the play ends
@@ -134,7 +134,7 @@ class StateMachine:
         return self._resume
 
     @property
-    def last_rejection(self) -> Rejection | None:
+    def last_rejection(self) -> RefusedCommand | None:
         """The last rejected command, if any."""
         return self._last_rejection
 
@@ -466,5 +466,5 @@ class StateMachine:
 
     def _reject(self, op: str, why: str) -> Decision:
         reason = f'{op} rejected: {why}'
-        self._last_rejection = Rejection(self._clock(), op, self._state, reason)
+        self._last_rejection = RefusedCommand(self._clock(), op, self._state, reason)
         return Decision(False, reason, (), self._state)

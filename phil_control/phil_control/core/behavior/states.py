@@ -1,4 +1,4 @@
-"""Robot states, resume points, rejections, decisions and the behavior configuration."""
+"""Robot states, refused commands, decisions and the behavior configuration."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass
 
 from phil_control.core.behavior.actions import Action
+from phil_control.core.play.timeline import ResumePoint
 from phil_control.core.profiles import Profile
 
 
@@ -31,21 +32,8 @@ LATCHED_STATES = frozenset({RobotState.FAULT, RobotState.ESTOP})
 
 
 @dataclass(frozen=True)
-class ResumePoint:
-    """Where a paused play continues.
-
-    Attributes:
-        play_id: The play-list id that was playing.
-        bar: Score bar of the first event not yet played (rows before it are skipped).
-    """
-
-    play_id: str
-    bar: int
-
-
-@dataclass(frozen=True)
-class Rejection:
-    """The last command the state machine refused.
+class RefusedCommand:
+    """A command the state machine refused (kept as its last rejection).
 
     Attributes:
         time_s: Clock time of the refusal.
@@ -151,6 +139,6 @@ class MachineSnapshot:
     speed: float
     resume_point: ResumePoint | None
     fault_reason: str
-    last_rejection: Rejection | None
+    last_rejection: RefusedCommand | None
     state_since_s: float
     finished: bool

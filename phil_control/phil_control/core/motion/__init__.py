@@ -5,8 +5,6 @@ robot clock, positions rad, velocities rad/s.
 """
 
 from phil_control.core.motion.chunking import (
-    MODE_POSITION,
-    MODE_TORQUE,
     Chunk,
     ChunkingConfig,
     chunk_to_trajectory,
@@ -49,8 +47,6 @@ from phil_control.core.motion.validation import (
 __all__ = [
     'GESTURES',
     'GESTURE_ALIASES',
-    'MODE_POSITION',
-    'MODE_TORQUE',
     'Chunk',
     'ChunkingConfig',
     'CommandedState',

@@ -31,9 +31,6 @@ import numpy as np
 from phil_control.core.motion.trajectory import TimedSegment, Trajectory
 from phil_control.core.profiles import hermite_segment
 
-#: Position control (TrajectoryChunk.MODE_POSITION) and torque control (MODE_TORQUE).
-MODE_POSITION = 0
-MODE_TORQUE = 1
 DEFAULT_CHUNK_DURATION_S = 0.5
 DEFAULT_POINT_SPACING_S = 0.02
 # A uniform point closer than this fraction of the spacing to a knot is replaced by the knot.
@@ -50,7 +47,7 @@ class Chunk:
         times_from_start_s: (K,) point times relative to ``start_s``, s, increasing.
         positions_rad: (K, J) positions, rad.
         velocities_rad_s: (K, J) velocities, rad/s, or None when the sender gave none.
-        control_modes: One mode per joint, or empty for all MODE_POSITION.
+        control_modes: One ``ControlMode`` per joint, or empty for all POSITION.
         replace: True to drop queued motion from ``start_s`` on.
         sequence: Chunk number within its motion, from 0.
     """

@@ -18,8 +18,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from phil_control.core.kinematics import IkFailure, IkFailureReason
-from phil_control.core.motion.chunking import MODE_POSITION, MODE_TORQUE, Chunk
+from phil_control.core.motion.chunking import Chunk
 from phil_control.core.motion.trajectory import TimedSegment, segment_peak_velocities
+from phil_description.core.trajectory import ControlMode
 
 # Relative slack on velocity limits so a move planned exactly at the limit passes.
 _VELOCITY_RELATIVE_SLACK = 1e-9
@@ -210,12 +211,14 @@ def check_chunk(table: JointTable, chunk: Chunk) -> Rejection | None:
         )
     if chunk.control_modes and (
         len(chunk.control_modes) != len(names)
-        or any(mode not in (MODE_POSITION, MODE_TORQUE) for mode in chunk.control_modes)
+        or any(
+            mode not in (ControlMode.POSITION, ControlMode.TORQUE) for mode in chunk.control_modes
+        )
     ):
         return Rejection(
             RejectReason.MALFORMED,
             f'control_modes {list(chunk.control_modes)} must be empty or one of '
-            f'{MODE_POSITION}/{MODE_TORQUE} per joint',
+            f'{ControlMode.POSITION:d}/{ControlMode.TORQUE:d} per joint',
         )
     if not (math.isfinite(chunk.start_s) and np.isfinite(times).all()):
         return Rejection(RejectReason.NOT_FINITE, 'chunk start or point times are not finite')

@@ -30,7 +30,6 @@ from phil_control.core.play.chunk import (
 )
 from phil_control.core.play.common import (
     CommandedHit,
-    ControlMode,
     MotionError,
     MotionErrorKind,
     WaistChooser,
@@ -68,7 +67,6 @@ from phil_control.core.play.window_motion import (
 __all__ = [
     'ChunkKind',
     'CommandedHit',
-    'ControlMode',
     'GeneratorState',
     'MotionChunk',
     'MotionError',

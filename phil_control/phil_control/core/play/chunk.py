@@ -7,8 +7,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from phil_control.core.play.common import CommandedHit, ControlMode
+from phil_control.core.play.common import CommandedHit
 from phil_control.core.score import HIT_INSTRUMENT_IDS
+from phil_description.core.trajectory import ControlMode
 
 INSTRUMENT_NAMES = {instrument_id: name for name, instrument_id in HIT_INSTRUMENT_IDS.items()}
 

@@ -19,13 +19,7 @@ from phil_control.core.kinematics import (
 )
 from phil_control.core.play.robot import PlayRobot
 from phil_control.core.score import Hand
-
-
-class ControlMode(enum.IntEnum):
-    """Per-joint control mode of a chunk (values of phil_msgs TrajectoryChunk.MODE_*)."""
-
-    POSITION = 0
-    TORQUE = 1
+from phil_description.core.trajectory import ControlMode
 
 
 def window_control_modes(robot: PlayRobot, wrist_torque: bool = True) -> tuple[ControlMode, ...]:

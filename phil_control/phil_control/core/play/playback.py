@@ -22,7 +22,6 @@ import numpy as np
 
 from phil_control.core.play.chunk import ChunkKind, MotionChunk, PlayAborted, ScheduledHit
 from phil_control.core.play.common import (
-    ControlMode,
     MotionError,
     WaistChooser,
     window_control_modes,
@@ -45,6 +44,7 @@ from phil_control.core.play.window_motion import (
 from phil_control.core.score import PlayList, ScoreError, Window, normalize_speed
 from phil_control.core.score.parser import REFERENCE_BPM
 from phil_control.core.score.windows import LOOKAHEAD_BEAT_UNITS
+from phil_description.core.trajectory import ControlMode
 
 #: A struck last row gets a silent row this many beat units later (the sticks rebound).
 RELEASE_BEAT_UNITS = 0.6

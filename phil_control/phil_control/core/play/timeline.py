@@ -67,7 +67,8 @@ class PlaySource:
 
 @dataclass(frozen=True)
 class ResumePoint:
-    """Where a paused play continues.
+    """Where a paused play continues (the player saves it; the behavior machine keeps the
+    play id and bar it reports, which come without a score path).
 
     Attributes:
         play_id: Play-list id (or chained score label, see `PlaySource`).

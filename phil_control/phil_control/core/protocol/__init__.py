@@ -13,8 +13,6 @@ from __future__ import annotations
 from phil_control.core.protocol.commands import (
     ACK_PROTOCOL_VERSION,
     GESTURE_NAMES,
-    MAX_PLAY_SPEED,
-    MIN_PLAY_SPEED,
     MOTION_COMMANDS,
     SILENT_PROTOCOL_VERSION,
     SUPPORTED_PROTOCOL_VERSIONS,
@@ -54,8 +52,6 @@ __all__ = [
     'ACK_PROTOCOL_VERSION',
     'DEFAULT_MAX_LINE_BYTES',
     'GESTURE_NAMES',
-    'MAX_PLAY_SPEED',
-    'MIN_PLAY_SPEED',
     'MOTION_COMMANDS',
     'SILENT_PROTOCOL_VERSION',
     'SUPPORTED_PROTOCOL_VERSIONS',

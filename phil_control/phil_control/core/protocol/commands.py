@@ -12,10 +12,6 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar, Union
 
-#: PLAY_CTRL speed range, as upstream clamps it.
-MIN_PLAY_SPEED = 0.5
-MAX_PLAY_SPEED = 2.0
-
 #: `PROTOCOL|<version>`: 1 = upstream (silent on commands), 2 = acknowledged (OK/ERR per line).
 SILENT_PROTOCOL_VERSION = 1
 ACK_PROTOCOL_VERSION = 2
@@ -137,7 +133,8 @@ class PlayCtrlSpeed:
     """`PLAY_CTRL|speed|x`: set the playback speed factor.
 
     Attributes:
-        speed: The factor applied, clamped to [MIN_PLAY_SPEED, MAX_PLAY_SPEED].
+        speed: The factor applied, clamped to the playback speed range
+            (`phil_control.core.score.windows.MIN_SPEED`, `MAX_SPEED`).
         requested: The factor on the wire when it differed from `speed`, else None.
     """
 

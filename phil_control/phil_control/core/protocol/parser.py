@@ -21,8 +21,6 @@ import re
 from dataclasses import dataclass
 
 from phil_control.core.protocol.commands import (
-    MAX_PLAY_SPEED,
-    MIN_PLAY_SPEED,
     QUIT_ALIAS,
     SUPPORTED_PROTOCOL_VERSIONS,
     Command,
@@ -48,6 +46,7 @@ from phil_control.core.protocol.commands import (
 from phil_control.core.protocol.vocabulary import ProtocolVocabulary
 from phil_control.core.score.limits import quote
 from phil_control.core.score.playlist import is_path_like
+from phil_control.core.score.windows import MAX_SPEED, MIN_SPEED
 
 #: Characters trimmed from the line and from every field, as upstream.
 FIELD_WHITESPACE = ' \t\r\n'
@@ -212,13 +211,11 @@ def _check(command: Command, vocabulary: ProtocolVocabulary) -> None:
                 f'{quote(command.play_id)} is a path; PLAY takes a play-list id (e.g. rock)',
             )
     elif isinstance(command, PlayCtrlSpeed):
-        if not (
-            math.isfinite(command.speed) and MIN_PLAY_SPEED <= command.speed <= MAX_PLAY_SPEED
-        ):
+        if not (math.isfinite(command.speed) and MIN_SPEED <= command.speed <= MAX_SPEED):
             raise _argument(
                 2,
                 'factor',
-                f'{_show(command.speed)} is outside [{MIN_PLAY_SPEED}, {MAX_PLAY_SPEED}]',
+                f'{_show(command.speed)} is outside [{MIN_SPEED}, {MAX_SPEED}]',
             )
     elif isinstance(command, Protocol) and command.version not in SUPPORTED_PROTOCOL_VERSIONS:
         supported = ', '.join(map(str, SUPPORTED_PROTOCOL_VERSIONS))
@@ -279,7 +276,7 @@ def _build_play_ctrl(args: list[str]) -> Command:
         if len(args) < 2:
             raise _ArgumentError(2, 'argument 2 (factor) is missing: PLAY_CTRL|speed|<factor>')
         requested = _number(args[1], 2, 'factor')
-        speed = min(max(requested, MIN_PLAY_SPEED), MAX_PLAY_SPEED)
+        speed = min(max(requested, MIN_SPEED), MAX_SPEED)
         return PlayCtrlSpeed(speed, requested if speed != requested else None)
     raise _argument(1, 'control', f'unknown control {_echo(args[0])}; valid: stop, speed')
 

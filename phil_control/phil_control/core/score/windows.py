@@ -20,6 +20,7 @@ from phil_control.core.score.model import REFERENCE_BPM, Score, ScoreEvent
 LOOKAHEAD_BEAT_UNITS = 2.4
 SAMPLE_PERIOD_S = 0.005
 CARRY_UNITS_PER_SAMPLE = 10_000
+#: Playback speed range; PLAY_CTRL|speed clamps to it, as upstream.
 MIN_SPEED = 0.5
 MAX_SPEED = 2.0
 DEFAULT_SPEED = 1.0
