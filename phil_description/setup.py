@@ -16,7 +16,6 @@ setup(
         (f'share/{PACKAGE}/urdf', glob('urdf/*.xacro')),
         (f'share/{PACKAGE}/config', glob('config/*.yaml')),
         (f'share/{PACKAGE}/rviz', glob('rviz/*.rviz')),
-        (f'share/{PACKAGE}/launch', glob('launch/*.py')),
     ],
     install_requires=['setuptools'],
     tests_require=['pytest'],
@@ -25,9 +24,4 @@ setup(
     maintainer_email='phil-maintainers@kist.re.kr',
     description='Phil URDF, drum kit, named poses and a ROS-free robot model API.',
     license='Apache-2.0',
-    entry_points={
-        'console_scripts': [
-            'description_publisher = phil_description.description_publisher_node:main',
-        ],
-    },
 )

@@ -61,7 +61,7 @@ if [ "$(cat "$stamps/requirements" 2>/dev/null)" != "$wanted" ]; then
 fi
 
 # 3. colcon build, whenever a package file changed since the last successful build.
-sources=(phil_msgs phil_description phil_control phil_hardware phil_bringup colcon.meta)
+sources=(phil_msgs phil_description phil_ros phil_control phil_hardware phil_bringup colcon.meta)
 if [ ! -f "$stamps/build" ] || [ ! -d install ] ||
    [ -n "$(find "${sources[@]}" -newer "$stamps/build" -not -path '*/__pycache__*' \
             -not -name '*.pyc' -print -quit)" ]; then
@@ -69,7 +69,7 @@ if [ ! -f "$stamps/build" ] || [ ! -d install ] ||
   # shellcheck source=tools/env.sh
   PHIL_ENV_BUILDING=1 source "$root/tools/env.sh"
   colcon build --symlink-install --event-handlers console_cohesion- summary+ \
-    --paths "${sources[@]:0:5}"
+    --paths "${sources[@]:0:6}"
   touch "$stamps/build"
 else
   say "up to date"

@@ -20,7 +20,7 @@ if [ -n "${CI:-}" ]; then export HYPOTHESIS_PROFILE=${HYPOTHESIS_PROFILE:-ci}; f
 
 colcon test-result --delete-yes >/dev/null 2>&1 || true
 status=0
-colcon test --paths phil_msgs phil_description phil_control phil_hardware phil_bringup \
+colcon test --paths phil_msgs phil_description phil_ros phil_control phil_hardware phil_bringup \
   --executor sequential --event-handlers console_cohesion+ summary+ \
   --return-code-on-test-failure "$@" || status=$?
 

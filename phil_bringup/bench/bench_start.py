@@ -31,11 +31,11 @@ from phil_bringup.testing.graph import FrameCapture, RunningGraph
 from phil_bringup.testing.reference_client import ReferenceClient
 from phil_description.core import default_robot_model
 from phil_description.core.graph_key import GRAPH_KEY_ENV, GraphKey
-from phil_description.graph_safety import signed_request
 from phil_hardware.core.codecs import epos4
 from phil_hardware.core.codecs.frame import CanFrame
 from phil_hardware.rt.tick_stats import percentiles
 from phil_msgs.srv import HardwareRequest
+from phil_ros.graph_safety import signed_request
 
 JOINT = 'right_wrist'
 GOAL_P99_MS = 200.0

@@ -91,7 +91,7 @@ def launch_setup(context):
             overrides['port'] = int(LaunchConfiguration('tcp_port').perform(context))
         if spec.name == 'hardware':
             overrides['sched_priority'] = int(LaunchConfiguration('rt_priority').perform(context))
-        if spec.package == 'phil_description':
+        if spec.name == 'description_publisher':
             # robot_state_publisher publishes /robot_description here.
             overrides['publish_robot_description'] = False
         parameters.append(overrides)

@@ -36,11 +36,11 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E
 
 from phil_control.core.score import write_play_list  # noqa: E402
 from phil_description.core import default_robot_model  # noqa: E402
-from phil_description.node_runner import GRAPH_SHUTDOWN_QOS, GRAPH_SHUTDOWN_TOPIC  # noqa: E402
-from phil_description.testing import ros_test_context  # noqa: E402
 from phil_msgs.action import Hit, Move  # noqa: E402
 from phil_msgs.msg import GraphShutdown, TrajectoryChunk  # noqa: E402
 from phil_msgs.srv import HardwareRequest  # noqa: E402
+from phil_ros.graph_shutdown import GRAPH_SHUTDOWN_QOS, GRAPH_SHUTDOWN_TOPIC  # noqa: E402
+from phil_ros.testing import ros_test_context  # noqa: E402
 
 pytestmark = pytest.mark.timeout(300)
 MODEL = default_robot_model(sim=True)

@@ -17,8 +17,8 @@ from std_msgs.msg import String  # noqa: E402
 
 from phil_bringup.core.node_set import nodes_for  # noqa: E402
 from phil_bringup.testing.graph import RunningGraph, niceness_of  # noqa: E402
-from phil_description.description_publisher_node import LATCHED  # noqa: E402
-from phil_description.testing import ros_test_context  # noqa: E402
+from phil_ros.qos import LATCHED  # noqa: E402
+from phil_ros.testing import ros_test_context  # noqa: E402
 
 
 def robot_description(domain_id: str, timeout_s: float) -> list[str]:
@@ -63,7 +63,7 @@ def test_launcher_runs_the_graph_and_stops_on_ctrl_c(tmp_path):
     finally:
         graph.stop()
     output = graph.text()
-    assert 'started phil_description/description_publisher' in output
+    assert 'started phil_bringup/description_publisher' in output
     assert '[phil] stopped' in output
     assert (graph.log_dir / 'hardware.log').is_file()
 

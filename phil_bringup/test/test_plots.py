@@ -220,8 +220,8 @@ def test_trajectory_generator_logs_published_chunks(tmp_path):
     from rclpy.parameter import Parameter
 
     from phil_control.trajectory_generator_node import TrajectoryGenerator
-    from phil_description.testing import ros_test_context
     from phil_msgs.srv import Trigger
+    from phil_ros.testing import ros_test_context
 
     with ros_test_context(domains=(101, 200)) as context:
         node = TrajectoryGenerator(

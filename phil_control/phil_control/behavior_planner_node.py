@@ -38,7 +38,6 @@ from functools import partial
 from rclpy.action import ActionServer, CancelResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 
 from phil_control.core.behavior import BehaviorConfig, ResumePoint, RobotState, StateMachine
@@ -65,21 +64,16 @@ from phil_control.tcp.handler import HandlerReply, MachineCommandHandler
 from phil_description.core import default_robot_model
 from phil_description.core.graph_key import GraphKey
 from phil_description.core.liveness import NodeDown
-from phil_description.heartbeats import DEFAULT_LIVENESS_TIMEOUT_S, Liveness
-from phil_description.node_runner import (
-    GRAPH_SHUTDOWN_DELIVERY_TIMEOUT_S,
-    GraphShutdownSender,
-    run_node,
-    waiting_executor,
-)
-from phil_description.waking_future import complete, waking_future
 from phil_msgs.action import Gesture, Hit, Look, Move, Play, Pose
 from phil_msgs.msg import Fault, HardwareStatus, MotorStates, RobotStatus
 from phil_msgs.srv import Command, SetSpeed, Trigger
+from phil_ros.executors import waiting_executor
+from phil_ros.graph_shutdown import GRAPH_SHUTDOWN_DELIVERY_TIMEOUT_S, GraphShutdownSender
+from phil_ros.heartbeats import DEFAULT_LIVENESS_TIMEOUT_S, Liveness
+from phil_ros.node_runner import run_node
+from phil_ros.qos import LATCHED
+from phil_ros.waking_future import complete, waking_future
 
-LATCHED = QoSProfile(
-    depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE
-)
 REJECTION_LOG_PERIOD_S = 1.0
 TRIGGER_COMMANDS = {
     'start': cmd.Start,

@@ -16,8 +16,8 @@ from lifecycle_msgs.srv import GetState
 from rclpy.node import Node
 
 from phil_description.core.graph_key import GraphKey
-from phil_description.graph_safety import signed_request
 from phil_msgs.srv import HardwareRequest
+from phil_ros.graph_safety import signed_request
 
 STEP_TIMEOUT_S = 10.0
 ACTIVATE_TIMEOUT_S = 60.0

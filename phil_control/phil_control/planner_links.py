@@ -51,9 +51,9 @@ from phil_control.planner_calls import (
 )
 from phil_description.core.estop_word import estop_word_name, trigger_estop
 from phil_description.core.graph_key import GraphKey
-from phil_description.graph_safety import signed_goal_id
 from phil_msgs.action import Gesture, Hit, Look, Move, Play
 from phil_msgs.srv import SetSpeed, Trigger
+from phil_ros.graph_safety import signed_goal_id
 
 HARDWARE_NODE = '/hardware'
 #: The nodes a motion needs, besides the planner.

@@ -47,7 +47,6 @@ from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.action import ActionServer, CancelResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
-from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.task import Future
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
@@ -66,20 +65,20 @@ from phil_control.core.play import (
 from phil_control.core.score import PlayListFile, SpeedError, normalize_speed
 from phil_control.core.score.limits import quote
 from phil_control.ros_conversions import TimeBase
-from phil_control.trajectory_generator_node import CHUNKS_QOS, LATCHED
-from phil_control.work_timer import WorkTimer
 from phil_description.core import default_robot_model
 from phil_description.core.graph_key import GraphKey
 from phil_description.core.liveness import NodeDown
-from phil_description.graph_safety import sign_message
-from phil_description.heartbeats import DEFAULT_LIVENESS_TIMEOUT_S, Liveness
-from phil_description.node_runner import run_node, waiting_executor
-from phil_description.waking_future import complete, waking_future
 from phil_msgs.action import Hit, Play
 from phil_msgs.msg import HardwareStatus, HitEvent, RobotStatus, TrajectoryChunk
 from phil_msgs.srv import SetSpeed, Trigger
+from phil_ros.executors import waiting_executor
+from phil_ros.graph_safety import sign_message
+from phil_ros.heartbeats import DEFAULT_LIVENESS_TIMEOUT_S, Liveness
+from phil_ros.node_runner import run_node
+from phil_ros.qos import LATCHED, RELIABLE_QUEUE
+from phil_ros.waking_future import complete, waking_future
+from phil_ros.work_timer import WorkTimer
 
-HITS_QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
 # The nodes a play's motion goes through after this one: down, nothing more is played.
 _MOTION_NODES = ('/trajectory_generator', '/hardware')
 # A hit is reported once it is this far in the past: by then a latch, or a node of the motion
@@ -170,9 +169,9 @@ class ScorePlayer(Node):
         io_group = MutuallyExclusiveCallbackGroup()
         action_group = ReentrantCallbackGroup()
         self._chunk_pub = self.create_publisher(
-            TrajectoryChunk, 'trajectory_generator/chunks', CHUNKS_QOS
+            TrajectoryChunk, 'trajectory_generator/chunks', RELIABLE_QUEUE
         )
-        self._hit_pub = self.create_publisher(HitEvent, 'phil/hits', HITS_QOS)
+        self._hit_pub = self.create_publisher(HitEvent, 'phil/hits', RELIABLE_QUEUE)
         self.create_subscription(
             JointState,
             'trajectory_generator/commanded_state',

@@ -33,7 +33,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from phil_control.core.behavior.turns import COMMAND_WAIT_S
 from phil_control.core.protocol import ProtocolVocabulary, format_command, format_status
@@ -46,18 +45,16 @@ from phil_description.core import default_robot_model
 from phil_description.core.estop_word import estop_word_name, trigger_estop
 from phil_description.core.exit_status import CONFIG_ERROR_EXIT
 from phil_description.core.graph_key import GraphKey
-from phil_description.heartbeats import DEFAULT_LIVENESS_TIMEOUT_S, Liveness
-from phil_description.node_runner import GraphShutdownSender, run_node
 from phil_msgs.msg import HardwareStatus, RobotStatus
 from phil_msgs.srv import Command
+from phil_ros.graph_shutdown import GraphShutdownSender
+from phil_ros.heartbeats import DEFAULT_LIVENESS_TIMEOUT_S, Liveness
+from phil_ros.node_runner import run_node
+from phil_ros.qos import LATCHED
 
 PLANNER_NODE = '/behavior_planner'
 # The GET_STATUS that must be answered before the port opens is asked again after this.
 PROBE_ATTEMPT_S = 1.0
-
-LATCHED = QoSProfile(
-    depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE
-)
 
 
 class PlannerHandler:

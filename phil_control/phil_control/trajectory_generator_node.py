@@ -63,7 +63,6 @@ from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.task import Future
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
@@ -78,21 +77,19 @@ from phil_control.core.motion import (
     chunk_trajectory,
 )
 from phil_control.ros_conversions import PARAMETERS, GeneratorConfig
-from phil_control.work_timer import WorkTimer
 from phil_description.core import default_robot_model
 from phil_description.core.graph_key import GraphKey
-from phil_description.graph_safety import sign_message, signed_by
-from phil_description.heartbeats import Liveness
-from phil_description.node_runner import run_node, waiting_executor
-from phil_description.waking_future import complete, waking_future
 from phil_msgs.action import Gesture, Look, Move, Pose
 from phil_msgs.msg import HardwareStatus, MotorStates, TrajectoryChunk
 from phil_msgs.srv import Trigger
+from phil_ros.executors import waiting_executor
+from phil_ros.graph_safety import sign_message, signed_by
+from phil_ros.heartbeats import Liveness
+from phil_ros.node_runner import run_node
+from phil_ros.qos import LATCHED, RELIABLE_QUEUE
+from phil_ros.waking_future import complete, waking_future
+from phil_ros.work_timer import WorkTimer
 
-LATCHED = QoSProfile(
-    depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE
-)
-CHUNKS_QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
 # Commanded motion older than this is forgotten, s.
 _HISTORY_S = 1.0
 
@@ -168,7 +165,7 @@ class TrajectoryGenerator(Node):
         io_group = MutuallyExclusiveCallbackGroup()
         action_group = ReentrantCallbackGroup()
         self._chunk_pub = self.create_publisher(
-            TrajectoryChunk, 'hardware/trajectory_chunks', CHUNKS_QOS
+            TrajectoryChunk, 'hardware/trajectory_chunks', RELIABLE_QUEUE
         )
         log_dir = self.declare_parameter(
             'log_dir', '', ParameterDescriptor(description="folder for trajectory.csv; '' = off")
@@ -182,7 +179,7 @@ class TrajectoryGenerator(Node):
         self._state_pub = self.create_publisher(JointState, '~/commanded_state', LATCHED)
         self._rejected_pub = self.create_publisher(String, '~/rejected_chunks', 10)
         self.create_subscription(
-            TrajectoryChunk, '~/chunks', self._on_chunk, CHUNKS_QOS, callback_group=io_group
+            TrajectoryChunk, '~/chunks', self._on_chunk, RELIABLE_QUEUE, callback_group=io_group
         )
         # Measured joints only seed the initial state (ignored once something was commanded).
         # The subscription stays: destroying it from a callback races the executor's wait set

@@ -20,9 +20,9 @@ from phil_control.core.behavior import actions as act  # noqa: E402
 from phil_control.core.profiles import Profile  # noqa: E402
 from phil_control.planner_links import Completion, GraphLinks  # noqa: E402
 from phil_description.core.graph_key import GraphKey  # noqa: E402
-from phil_description.testing import ros_test_context  # noqa: E402
 from phil_msgs.action import Look  # noqa: E402
 from phil_msgs.srv import HardwareRequest, Trigger  # noqa: E402
+from phil_ros.testing import ros_test_context  # noqa: E402
 
 WAIT_S = 10.0
 LOOK = act.LookAt(pan_rad=0.1, tilt_rad=0.05, duration_s=0.2, profile=Profile.COSINE)

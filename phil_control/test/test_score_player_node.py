@@ -36,14 +36,14 @@ from phil_control.play_conversions import (  # noqa: E402
     default_play_list,
 )
 from phil_control.score_player_node import ScorePlayer  # noqa: E402
-from phil_control.trajectory_generator_node import CHUNKS_QOS, LATCHED  # noqa: E402
 from phil_description.core import default_robot_model  # noqa: E402
 from phil_description.core.graph_key import GraphKey  # noqa: E402
-from phil_description.graph_safety import signed_by, signed_goal_id  # noqa: E402
-from phil_description.testing import ros_test_context  # noqa: E402
 from phil_msgs.action import Hit, Play  # noqa: E402
 from phil_msgs.msg import Fault, HardwareStatus, HitEvent, TrajectoryChunk  # noqa: E402
 from phil_msgs.srv import SetSpeed, Trigger  # noqa: E402
+from phil_ros.graph_safety import signed_by, signed_goal_id  # noqa: E402
+from phil_ros.qos import LATCHED, RELIABLE_QUEUE  # noqa: E402
+from phil_ros.testing import ros_test_context  # noqa: E402
 
 MODEL = default_robot_model()
 READY = MODEL.poses['ready']
@@ -157,7 +157,7 @@ class Harness:
         self.probe = rclpy.create_node('fake_generator', context=context)
         self.chunks, self.hits, self.feedback = [], [], []
         self.probe.create_subscription(
-            TrajectoryChunk, '/trajectory_generator/chunks', self.chunks.append, CHUNKS_QOS
+            TrajectoryChunk, '/trajectory_generator/chunks', self.chunks.append, RELIABLE_QUEUE
         )
         self.probe.create_subscription(HitEvent, '/phil/hits', self.hits.append, 100)
         self.state = self.probe.create_publisher(

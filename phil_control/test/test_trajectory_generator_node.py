@@ -26,15 +26,9 @@ from phil_control.core.motion import (  # noqa: E402
     PlannedMotion,
     chunk_trajectory,
 )
-from phil_control.trajectory_generator_node import (  # noqa: E402
-    CHUNKS_QOS,
-    LATCHED,
-    TrajectoryGenerator,
-)
+from phil_control.trajectory_generator_node import TrajectoryGenerator  # noqa: E402
 from phil_description.core import default_robot_model  # noqa: E402
 from phil_description.core.graph_key import GraphKey  # noqa: E402
-from phil_description.graph_safety import sign_message, signed_by, signed_goal_id  # noqa: E402
-from phil_description.testing import ros_test_context  # noqa: E402
 from phil_msgs.action import Gesture, Look, Move, Pose  # noqa: E402
 from phil_msgs.msg import (  # noqa: E402
     Fault,
@@ -44,6 +38,9 @@ from phil_msgs.msg import (  # noqa: E402
     TrajectoryChunk,
 )
 from phil_msgs.srv import Trigger  # noqa: E402
+from phil_ros.graph_safety import sign_message, signed_by, signed_goal_id  # noqa: E402
+from phil_ros.qos import LATCHED, RELIABLE_QUEUE  # noqa: E402
+from phil_ros.testing import ros_test_context  # noqa: E402
 
 MODEL = default_robot_model()
 NAMES = MODEL.joint_names
@@ -138,7 +135,7 @@ class Harness:
         self.feedback: list = []
         self.rejected: list[String] = []
         self.probe.create_subscription(
-            TrajectoryChunk, '/hardware/trajectory_chunks', self.chunks.append, CHUNKS_QOS
+            TrajectoryChunk, '/hardware/trajectory_chunks', self.chunks.append, RELIABLE_QUEUE
         )
         self.probe.create_subscription(
             String, '/trajectory_generator/rejected_chunks', self.rejected.append, 10
@@ -151,7 +148,7 @@ class Harness:
             for name, action in ACTIONS.items()
         }
         self.score = self.probe.create_publisher(
-            TrajectoryChunk, '/trajectory_generator/chunks', CHUNKS_QOS
+            TrajectoryChunk, '/trajectory_generator/chunks', RELIABLE_QUEUE
         )
         self.motor_states = self.probe.create_publisher(MotorStates, '/hardware/motor_states', 10)
         self.halt = self.probe.create_client(Trigger, '/trajectory_generator/halt')

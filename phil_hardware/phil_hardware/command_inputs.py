@@ -23,12 +23,12 @@ from trajectory_msgs.msg import JointTrajectory
 
 from phil_description.core.estop_word import EstopWord
 from phil_description.core.graph_key import GraphKey
-from phil_description.graph_safety import signed_by
-from phil_description.node_runner import CompanionNode
 from phil_hardware import hardware_conversions as convert
 from phil_hardware.rt import BusLoopClient
 from phil_msgs.msg import TrajectoryChunk
 from phil_msgs.srv import Trigger
+from phil_ros.executors import CompanionNode
+from phil_ros.graph_safety import signed_by
 
 REFUSAL_LOG_PERIOD_S = 2.0
 

@@ -41,7 +41,7 @@ planner has said it is IDLE (``allow_joint_trajectory``) and nothing is latched.
 is dropped and said (throttled). ESTOP also reaches the bus loop through the ESTOP word
 (``phil_description.core.estop_word``), which this node creates for the graph.
 
-Liveness (``phil_description.heartbeats``, on a companion node of its own): this node's
+Liveness (``phil_ros.heartbeats``, on a companion node of its own): this node's
 heartbeat, also counted into the bus loop's shared block (the loop holds the robot when this
 node is stopped or silent), and the watch of ``watched_nodes`` (the motion path): one that dies,
 is stopped or stays silent for ``liveness_timeout_s`` while the drives are active latches a
@@ -68,16 +68,12 @@ from pathlib import Path
 from lifecycle_msgs.srv import GetState
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 
 from phil_description.core import default_robot_model
 from phil_description.core.estop_word import EstopWord, estop_word_name
 from phil_description.core.graph_key import GraphKey, ReplayGuard
 from phil_description.core.liveness import NodeDown, node_name
-from phil_description.graph_safety import request_refusal
-from phil_description.heartbeats import Liveness
-from phil_description.node_runner import CompanionNode, run_node
 from phil_hardware import hardware_conversions as convert
 from phil_hardware.command_inputs import CommandInputs, not_running_reason
 from phil_hardware.csv_logs import MotorCsvLog, TickCsvLog
@@ -85,10 +81,12 @@ from phil_hardware.hardware_params import PARAMETERS, bus_loop_config, publish_r
 from phil_hardware.rt import BusLoopClient, BusLoopConfig, BusLoopError
 from phil_msgs.msg import Fault, HardwareStatus, MotorStates
 from phil_msgs.srv import HardwareRequest
+from phil_ros.executors import CompanionNode
+from phil_ros.graph_safety import request_refusal
+from phil_ros.heartbeats import Liveness
+from phil_ros.node_runner import run_node
+from phil_ros.qos import LATCHED
 
-LATCHED = QoSProfile(
-    depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE
-)
 TRANSITION_TIMEOUT_S = 30.0
 LOOP_CHECK_PERIOD_S = 0.2
 RESET_TIMEOUT_S = 5.0

@@ -42,15 +42,16 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E
 
 from phil_description.core import default_robot_model  # noqa: E402
 from phil_description.core.graph_key import GraphKey  # noqa: E402
-from phil_description.graph_safety import sign_message, signed_request  # noqa: E402
-from phil_description.heartbeats import HEARTBEAT_QOS, HEARTBEAT_TOPIC  # noqa: E402
-from phil_description.testing import ros_test_context  # noqa: E402
 from phil_hardware.core.bus_controller import relocate_buses  # noqa: E402
-from phil_hardware.hardware_node import LATCHED, HardwareNode  # noqa: E402
+from phil_hardware.hardware_node import HardwareNode  # noqa: E402
 from phil_hardware.sim.runner import READY_LINE, can_channels  # noqa: E402
 from phil_msgs.msg import Fault, HardwareStatus, Heartbeat  # noqa: E402
 from phil_msgs.msg import TrajectoryChunk as ChunkMsg  # noqa: E402
 from phil_msgs.srv import HardwareRequest, Trigger  # noqa: E402
+from phil_ros.graph_safety import sign_message, signed_request  # noqa: E402
+from phil_ros.heartbeats import HEARTBEAT_TOPIC  # noqa: E402
+from phil_ros.qos import HEARTBEAT_QOS, LATCHED  # noqa: E402
+from phil_ros.testing import ros_test_context  # noqa: E402
 
 pytestmark = pytest.mark.timeout(120)
 MODEL = default_robot_model(sim=True)

@@ -88,7 +88,7 @@ NODE_SET: tuple[NodeSpec, ...] = (
         rt_priority=SIMULATOR_RT_PRIORITY,
     ),
     NodeSpec(
-        'phil_description',
+        'phil_bringup',
         'description_publisher',
         'description_publisher',
         parameter_file='description.yaml',

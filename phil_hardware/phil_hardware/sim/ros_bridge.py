@@ -115,7 +115,7 @@ class RosBridge:
 
 
 def _child_main(items: Any, joint_names: list[str], parent_pid: int) -> None:
-    from phil_description.node_runner import run_node
+    from phil_ros.node_runner import run_node
 
     run_node(lambda: make_bridge_node(items, joint_names, parent_pid))
 

@@ -13,8 +13,8 @@ rclpy = pytest.importorskip('rclpy')
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.task import Future  # noqa: E402
 
-from phil_description.testing import ros_test_context  # noqa: E402
-from phil_description.waking_future import complete, waking_future  # noqa: E402
+from phil_ros.testing import ros_test_context  # noqa: E402
+from phil_ros.waking_future import complete, waking_future  # noqa: E402
 
 # Far longer than the wake takes; an executor that is never woken waits all of it per round.
 ROUND_TIMEOUT_S = 2.0

@@ -12,18 +12,15 @@ Parameters:
 from __future__ import annotations
 
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
 from visualization_msgs.msg import Marker, MarkerArray
 
 from phil_description.core import default_robot_model
-from phil_description.heartbeats import Liveness
 from phil_description.kit_markers import MarkerSpec, kit_marker_specs
-from phil_description.node_runner import run_node
+from phil_ros.heartbeats import Liveness
+from phil_ros.node_runner import run_node
+from phil_ros.qos import LATCHED
 
-LATCHED = QoSProfile(
-    depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE
-)
 MARKER_TYPES = {
     'cylinder': Marker.CYLINDER,
     'sphere': Marker.SPHERE,

@@ -19,10 +19,10 @@ import pytest
 rclpy = pytest.importorskip('rclpy')
 
 from phil_description.core.graph_key import GraphKey  # noqa: E402
-from phil_description.graph_safety import sign_message  # noqa: E402
-from phil_description.node_runner import GRAPH_SHUTDOWN_QOS, GRAPH_SHUTDOWN_TOPIC  # noqa: E402
-from phil_description.testing import ros_test_context  # noqa: E402
 from phil_msgs.msg import GraphShutdown  # noqa: E402
+from phil_ros.graph_safety import sign_message  # noqa: E402
+from phil_ros.graph_shutdown import GRAPH_SHUTDOWN_QOS, GRAPH_SHUTDOWN_TOPIC  # noqa: E402
+from phil_ros.testing import ros_test_context  # noqa: E402
 
 PROCESSES = 4
 READY_TIMEOUT_S = 60.0
@@ -34,10 +34,10 @@ BUSY_NODE = textwrap.dedent("""
     import sys
     import time
     from rclpy.executors import MultiThreadedExecutor
-    import phil_description.node_runner as node_runner
+    import phil_ros.node_runner as node_runner
     from rclpy.node import Node
     from std_msgs.msg import String
-    from phil_description.node_runner import run_node
+    from phil_ros.node_runner import run_node
 
     class Busy(Node):
         def __init__(self):
@@ -138,7 +138,7 @@ def test_graph_shutdown_ends_busy_multithreaded_nodes_with_code_0(domain_env):
 HANGING_TEARDOWN = textwrap.dedent("""
     import ctypes
     from rclpy.node import Node
-    import phil_description.node_runner as node_runner
+    import phil_ros.node_runner as node_runner
 
     class Stuck(Node):
         def __init__(self):
@@ -180,8 +180,8 @@ def test_a_teardown_that_hangs_holding_the_gil_still_ends_the_process(domain_env
 
 
 def test_a_coroutine_waiting_on_the_waiting_executor_costs_no_cpu():
-    from phil_description.node_runner import waiting_executor
-    from phil_description.waking_future import complete, waking_future
+    from phil_ros.executors import waiting_executor
+    from phil_ros.waking_future import complete, waking_future
 
     with ros_test_context() as context:
         node = rclpy.create_node('waiting_probe', context=context)
@@ -215,7 +215,7 @@ FREEZE_PROBE = textwrap.dedent("""
     import os
     import signal
     from rclpy.node import Node
-    from phil_description.node_runner import run_node
+    from phil_ros.node_runner import run_node
 
     class Probe(Node):
         def __init__(self):
@@ -247,7 +247,7 @@ def test_start_up_objects_are_frozen_out_of_the_garbage_collector(domain_env):
 
 LISTENER = textwrap.dedent("""
     from rclpy.node import Node
-    from phil_description.node_runner import run_node
+    from phil_ros.node_runner import run_node
 
     class Listener(Node):
         def __init__(self):
@@ -263,7 +263,7 @@ def test_the_graph_shutdown_sender_waits_until_every_node_has_the_message(domain
     """The sender stops at once after sending (it runs real-time); a slower node whose copy
     was lost in transit must still get it, so the sender stays until every node
     acknowledged it."""
-    from phil_description.node_runner import GraphShutdownSender
+    from phil_ros.graph_shutdown import GraphShutdownSender
 
     listener = subprocess.Popen(
         [sys.executable, '-c', LISTENER],

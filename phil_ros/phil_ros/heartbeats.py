@@ -16,7 +16,6 @@ import time
 from collections.abc import Callable, Iterable
 
 from rclpy.node import Node
-from rclpy.qos import QoSProfile, ReliabilityPolicy
 
 from phil_description.core.liveness import (
     DEFAULT_LIVENESS_TIMEOUT_S,
@@ -25,13 +24,11 @@ from phil_description.core.liveness import (
     process_space,
 )
 from phil_msgs.msg import Heartbeat as HeartbeatMsg
+from phil_ros.qos import HEARTBEAT_QOS
 
 HEARTBEAT_TOPIC = '/phil/heartbeat'
 HEARTBEAT_PERIOD_S = 0.5
 CHECK_PERIOD_S = 0.1
-# Best effort: a late heartbeat is worth nothing, and a reliable writer would queue them for a
-# stopped reader.
-HEARTBEAT_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT)
 
 
 class Liveness:

@@ -33,7 +33,7 @@ def generate_launch_description() -> LaunchDescription:
                 condition=IfCondition(LaunchConfiguration('gui')),
             ),
             Node(
-                package='phil_description',
+                package='phil_bringup',
                 executable='description_publisher',
                 parameters=[{'publish_robot_description': False}],
             ),

@@ -1,0 +1,139 @@
+"""The main() of every Phil node: init, spin, shut down cleanly on Ctrl-C, on an external
+shutdown, or when the graph is told to shut down (QUIT; :mod:`phil_ros.graph_shutdown`).
+
+Ctrl-C and SIGTERM are requests, not exceptions: rclpy's signal handler shuts the context down
+and the main thread leaves the spin between two callbacks. A KeyboardInterrupt raised wherever
+the main thread happens to be (halfway through starting the bus loop, say) would leave things
+half built.
+
+A node follows only a graph shutdown signed with the graph key. (Its heartbeat is its own:
+:mod:`phil_ros.heartbeats`.)
+
+Written without ``with rclpy.init()`` so it also runs on Humble, where init is not a context
+manager.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import gc
+import signal
+import sys
+import threading
+from collections.abc import Callable
+
+import rclpy
+from rclpy.exceptions import ParameterException
+from rclpy.executors import Executor, ExternalShutdownException
+from rclpy.node import Node
+
+from phil_description.core.exit_status import CONFIG_ERROR_EXIT
+from phil_description.core.graph_key import GraphKey, GraphKeyError
+from phil_ros.executors import fastest_executor, spin_until
+from phil_ros.graph_shutdown import exit_on_graph_shutdown
+
+# Longest teardown after spinning: the hardware node stops its bus loop (at most ~15 s) within it.
+TEARDOWN_TIMEOUT_S = 20.0
+#: What a refused configuration raises while a node is built: our own checks (ValueError,
+#: naming the parameter and what is allowed) and rclpy's (a value of the wrong type).
+CONFIG_ERRORS = (ValueError, ParameterException)
+
+
+class StopSignals:
+    """Ctrl-C and SIGTERM recorded as a stop request instead of raised as KeyboardInterrupt.
+
+    Installed before ``rclpy.init``, whose handlers chain to these; a signal that comes before
+    rclpy has a context is still seen (``received``).
+    """
+
+    def __init__(self) -> None:
+        self.received = False
+
+    def install(self) -> StopSignals:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, self._note)
+        return self
+
+    def _note(self, signum: int, frame: object) -> None:
+        self.received = True  # a plain store: safe whatever the main thread was doing
+
+
+def run_node(
+    make_node: Callable[[], Node],
+    args: list[str] | None = None,
+    make_executor: Callable[[], Executor] = fastest_executor,
+    graph_shutdown: bool = True,
+) -> None:
+    """Create the node after ``rclpy.init`` and spin it until shutdown.
+
+    The node follows the graph shutdown (``graph_shutdown``; needs ``PHIL_GRAPH_KEY``, without
+    it the node says so and runs until stopped). Once spinning ends, teardown has
+    ``TEARDOWN_TIMEOUT_S``; if it hangs, the process prints every thread's stack to stderr and
+    exits with status 1 (see :func:`exit_if_stuck`).
+    """
+    stop_signals = StopSignals().install()
+    rclpy.init(args=args)
+    node = executor = None
+    requested = threading.Event()
+    try:
+        try:
+            try:
+                node = make_node()
+            except CONFIG_ERRORS as error:
+                if not rclpy.ok() or stop_signals.received:
+                    raise  # Ctrl-C while it was being built (see below)
+                # One line, no traceback: the launcher shows it and stops the graph.
+                sys.stderr.write(f'configuration refused: {error}\n')
+                sys.stderr.flush()
+                raise SystemExit(CONFIG_ERROR_EXIT) from None
+            if graph_shutdown:
+                try:
+                    key = GraphKey.from_environment()
+                except GraphKeyError as error:
+                    node.get_logger().warning(f'not following the graph shutdown: {error}')
+                else:
+                    exit_on_graph_shutdown(
+                        node, requested, key, getattr(node, 'on_graph_shutdown', None)
+                    )
+            executor = make_executor()
+            executor.add_node(node)
+            freeze_start_up_objects()
+            spin_until(executor, node, requested, lambda: stop_signals.received)
+        finally:
+            # Armed before the handlers below: clearing a caught exception can already free
+            # rcl handles (its traceback holds the frames that own them).
+            exit_if_stuck(TEARDOWN_TIMEOUT_S)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except Exception:
+        # Ctrl-C shuts the context down from rclpy's signal handler; whatever was using it at
+        # that moment (a node being built, a wait set) fails with RCLError. Only then is it a
+        # normal stop.
+        if rclpy.ok() and not stop_signals.received:
+            raise
+    finally:
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+        node = executor = None  # freed while the guard still watches
+        faulthandler.cancel_dump_traceback_later()
+
+
+def freeze_start_up_objects() -> None:
+    """Collect once, then move every object alive (imports, the model, the node) out of the
+    garbage collector's reach. They live as long as the process, yet each full collection
+    walked them all: 35-167 ms per full collection in these nodes, a stall for whatever
+    command or chunk was in flight."""
+    gc.collect()
+    gc.freeze()
+
+
+def exit_if_stuck(timeout_s: float) -> None:
+    """End the process (status 1, every thread's stack on stderr) unless
+    ``faulthandler.cancel_dump_traceback_later()`` is called within ``timeout_s``.
+
+    The watchdog is faulthandler's C thread, so it acts even when the hang holds the GIL, as
+    rclpy's teardown does while Fast DDS destroys a participant: that can deadlock against a
+    discovery callback when the whole graph stops at once, spinning forever on a CPU.
+    """
+    faulthandler.dump_traceback_later(timeout_s, exit=True)
