@@ -35,9 +35,9 @@ STEP_S = 0.001
 
 
 class LockstepClock:
-    """Virtual time of controller (``now``/``sleep``) and simulator (``now_s``), advanced one
-    paced millisecond at a time; a controller's ``sleep`` (its lifecycle waits) steps the
-    simulator meanwhile."""
+    """Virtual time of controller and simulator (one :class:`~phil_hardware.core.clock.Clock`),
+    advanced one paced millisecond at a time; a controller's ``sleep`` (its lifecycle waits)
+    steps the simulator meanwhile."""
 
     def __init__(self) -> None:
         self._now_s = time.monotonic()
@@ -45,9 +45,6 @@ class LockstepClock:
         self.robot: SimulatedRobot | None = None
 
     def now(self) -> float:
-        return self._now_s
-
-    def now_s(self) -> float:
         return self._now_s
 
     def advance(self) -> float:

@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 
 from phil_control.core.kinematics import ARM_JOINT_NAMES, ArmGeometry, JointLimits, solve_arms
-from phil_description.core import default_robot_model
+from phil_description.core import CanBusParams, default_robot_model
+from phil_hardware.core.clock import MonotonicClock
 from phil_hardware.core.codecs import CanFrame, dynamixel, epos4, tmotor
 from phil_hardware.core.codecs.epos4 import NmtCommand, ObjectIndex
-from phil_hardware.core.transport import CanTransport
+from phil_hardware.core.transport import CanTransport, open_can_bus
 from phil_hardware.sim import Limb, ManualClock, PtyPort, SimConfig, SimulatedRobot
-from phil_hardware.sim.clock import MonotonicClock
-from phil_hardware.sim.multicast import check_channel, open_can_bus
+from phil_hardware.sim.multicast import check_channel
 
 STEP_S = 0.001
 
@@ -260,8 +260,11 @@ def test_udp_multicast_buses_see_only_their_own_group():
     groups = [
         f'ff11::7068:{0x7000 + index + (uuid.uuid4().int % 0x800) * 2:x}' for index in range(2)
     ]
-    buses = [open_can_bus(f'can{i}', 'udp_multicast', group) for i, group in enumerate(groups)]
-    listener = open_can_bus('can0', 'udp_multicast', groups[0])
+    buses = [
+        open_can_bus(CanBusParams(f'can{i}', 'udp_multicast', group, 10**6))
+        for i, group in enumerate(groups)
+    ]
+    listener = open_can_bus(CanBusParams('can0', 'udp_multicast', groups[0], 10**6))
     try:
         buses[1].send(can.Message(arbitration_id=0x123, data=b'\x01', is_extended_id=False))
         buses[0].send(can.Message(arbitration_id=0x456, data=b'\x02', is_extended_id=False))
@@ -276,9 +279,11 @@ def test_udp_multicast_buses_see_only_their_own_group():
 def test_a_command_moves_the_joint_from_its_send_time_however_late_the_loop_runs(model):
     joint = next(j for j in model.joints if j.motor.family == 'tmotor' and j.motor.bus == 'can0')
     group = f'ff11::7068:{0x7000 + (uuid.uuid4().int % 0x800) * 2:x}'
-    device_side = open_can_bus('can0', 'udp_multicast', group)
+    device_side = open_can_bus(CanBusParams('can0', 'udp_multicast', group, 10**6))
     robot = SimulatedRobot(model, {'can0': device_side}, clock=MonotonicClock())
-    wire = CanTransport('controller', open_can_bus('can0', 'udp_multicast', group))
+    wire = CanTransport(
+        'controller', open_can_bus(CanBusParams('can0', 'udp_multicast', group, 10**6))
+    )
     try:
         robot.step()
         axis = robot.device(joint.name).axis

@@ -21,9 +21,10 @@ import can
 import pytest
 from dynamixel_sdk import COMM_SUCCESS, PacketHandler, PortHandler
 
+from phil_description.core import CanBusParams
 from phil_hardware.core.codecs import CanFrame, epos4, tmotor
 from phil_hardware.core.codecs.epos4 import NmtCommand, SdoService
-from phil_hardware.sim.multicast import open_can_bus
+from phil_hardware.core.transport import open_can_bus
 from phil_hardware.sim.runner import READY_LINE
 
 START_TIMEOUT_S = 60.0
@@ -134,7 +135,7 @@ def test_simulator_process_serves_can_and_dynamixel_and_stops_on_sigint(tmp_path
             for line in banner
         )
         buses = {
-            name: open_can_bus(name, 'udp_multicast', groups[index])
+            name: open_can_bus(CanBusParams(name, 'udp_multicast', groups[index], 10**6))
             for index, name in enumerate(('can0', 'can1', 'can2', 'can3'))
         }
 

@@ -239,15 +239,16 @@ class FrameCapture:
     def __init__(
         self, channels: list[str], send_times: bool = False, buses: list[int] | None = None
     ) -> None:
-        from phil_hardware.core.transport.can_bus import CanTransport
-        from phil_hardware.sim.multicast import open_can_bus
+        from phil_description.core import CanBusParams
+        from phil_hardware.core.transport.can_bus import CanTransport, open_can_bus
 
         self.frames: list[tuple[float, int, bytes, bool]] = []
         self._send_times = send_times
         chosen = range(len(channels)) if buses is None else buses
         self._buses = [
             CanTransport(
-                f'can{index}', open_can_bus(f'can{index}', 'udp_multicast', channels[index])
+                f'can{index}',
+                open_can_bus(CanBusParams(f'can{index}', 'udp_multicast', channels[index], 10**6)),
             )
             for index in chosen
         ]

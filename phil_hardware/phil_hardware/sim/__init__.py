@@ -11,8 +11,8 @@
 Nothing here imports rclpy; the optional ROS bridge (:mod:`.ros_bridge`) runs in its own process.
 """
 
+from phil_hardware.core.clock import Clock, ManualClock, MonotonicClock
 from phil_hardware.sim.actuator import Axis, AxisLimits, TorqueLoad
-from phil_hardware.sim.clock import Clock, ManualClock, MonotonicClock
 from phil_hardware.sim.config import SimConfig
 from phil_hardware.sim.dynamixel_bank import DynamixelBank
 from phil_hardware.sim.dynamixel_servo import DynamixelConfig, DynamixelServo

@@ -27,10 +27,10 @@ import numpy as np
 
 from phil_description.core import RobotModel
 from phil_description.core.hardware import DynamixelParams, Epos4Params, TMotorParams
+from phil_hardware.core.clock import Clock, MonotonicClock
 from phil_hardware.core.codecs import CanFrame
 from phil_hardware.core.codecs.cia301 import SYNC_COB_ID
 from phil_hardware.core.transport import CanTransport
-from phil_hardware.sim.clock import Clock, MonotonicClock
 from phil_hardware.sim.config import SimConfig
 from phil_hardware.sim.device import SimDevice
 from phil_hardware.sim.dynamixel_bank import DynamixelBank
@@ -128,7 +128,7 @@ class SimulatedRobot:
         self.bank = DynamixelBank(servos) if serial_line is not None else None
         self._lock = threading.Lock()
         self._qd = np.zeros_like(self._q)
-        self._time_s = self.clock.now_s()
+        self._time_s = self.clock.now()
         self._history_t = np.full(self.config.history_capacity, np.nan)
         self._history_q = np.zeros((self.config.history_capacity, len(self._q)))
         self._history_count = 0
@@ -263,7 +263,7 @@ class SimulatedRobot:
             ready_fds: Descriptors ``select`` reported readable; only those buses are read.
                 None reads every bus and the serial line.
         """
-        now = self.clock.now_s() if now_s is None else now_s
+        now = self.clock.now() if now_s is None else now_s
         # Frames act at their send time, in send order across the buses, however late this
         # loop runs: the physics between them is advanced first, so a command moves the
         # simulated joint when it was sent (as on a real bus), not when the loop got to it.
@@ -409,7 +409,7 @@ class SimulatedRobot:
                     reported.add(repr(error))
                     _LOG.exception('device loop error (reported once)')
             # Sleep until input arrives or the next transmission is due, at most one period.
-            timeout = min(period, max(0.0, self.next_due_s() - self.clock.now_s()))
+            timeout = min(period, max(0.0, self.next_due_s() - self.clock.now()))
             if not selectable:
                 self._stop.wait(timeout)
                 continue

@@ -36,10 +36,11 @@ from phil_description.core import (
     default_robot_model,
     load_robot_model,
 )
+from phil_hardware.core.transport import TransportError, open_can_bus
 from phil_hardware.sim.config import SimConfig
 from phil_hardware.sim.faults import FaultKind, parse_fault_spec, parse_kind
 from phil_hardware.sim.impacts import Impact
-from phil_hardware.sim.multicast import check_channel, open_can_bus
+from phil_hardware.sim.multicast import check_channel
 from phil_hardware.sim.pty_port import PtyPort
 from phil_hardware.sim.robot import SimulatedRobot
 
@@ -235,7 +236,7 @@ def run(args: argparse.Namespace, stop: threading.Event, out: TextIO = sys.stdou
             buses = {}
             kwargs = {} if args.can_port is None else {'port': args.can_port}
             for name, params in model.hardware.can_buses.items():
-                bus = open_can_bus(name, params.interface, channels[name], **kwargs)
+                bus = open_can_bus(replace(params, channel=channels[name]), **kwargs)
                 stack.callback(bus.shutdown)
                 buses[name] = bus
             pty = None
@@ -246,7 +247,7 @@ def run(args: argparse.Namespace, stop: threading.Event, out: TextIO = sys.stdou
             robot = SimulatedRobot(model, buses, pty, config=config)
             for joint, fault in faults:
                 robot.set_fault(joint, fault.kind, fault.value)
-        except (can.CanError, OSError, KeyError, ValueError) as error:
+        except (can.CanError, TransportError, OSError, KeyError, ValueError) as error:
             _emit(sys.stderr, f'device_simulator: cannot start: {error}')
             return 1
         serves = robot.serves()

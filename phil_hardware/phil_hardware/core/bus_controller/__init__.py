@@ -1,11 +1,22 @@
 """Controller side of the buses below the ROS node: per-family drivers and the bus controller.
 
+Each motor family is one :class:`MotorFamily` (:mod:`.tmotor`, :mod:`.epos4_family` over the
+frames of :mod:`.epos4`, :mod:`.dynamixel`); the controller runs every lifecycle step and tick
+over them in order.
+
 :class:`BusController` is pure given a clock and transports: the bus-loop process
 (:mod:`phil_hardware.rt`) calls :meth:`BusController.tick` every millisecond and the lifecycle
 methods on command; tests drive it against the device simulators.
 """
 
-from .base import Clock, ControllerError, MonotonicClock, MotorMissingError, Transports
+from .base import (
+    Clock,
+    ControllerError,
+    MonotonicClock,
+    MotorFamily,
+    MotorMissingError,
+    Transports,
+)
 from .config import (
     ControllerConfig,
     CycleConfig,
@@ -27,6 +38,7 @@ __all__ = [
     'Lifecycle',
     'Measurements',
     'MonotonicClock',
+    'MotorFamily',
     'MotorMissingError',
     'SequenceTiming',
     'Transports',

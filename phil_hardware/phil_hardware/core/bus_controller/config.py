@@ -45,7 +45,7 @@ class JointConfig:
 
 @dataclass(frozen=True)
 class SequenceTiming:
-    """Waits and timeouts of the start-up and shut-down sequences [s] (FACTS section 3).
+    """Waits and timeouts of the start-up and shut-down sequences [s].
 
     Upstream waited 100 ms between TMotor origins and 2 s after them; the origin is applied
     at once by the drive, so shorter values are the default here and the upstream ones remain
@@ -70,7 +70,7 @@ class SequenceTiming:
 
 @dataclass(frozen=True)
 class CycleConfig:
-    """Cyclic cadence (ARCHITECTURE section 3).
+    """Cyclic cadence (upstream's: Maxon every 1 ms, TMotor and Dynamixel every 5 ms).
 
     Attributes:
         tick_s: Bus-loop period (Maxon targets + SYNC every tick) [s].

@@ -1,9 +1,10 @@
-"""The bus controller: per-tick receive, decode, safety and cyclic sending (pure given a clock
-and transports). Lifecycle sequences (configure, activate, deactivate) are in
-:mod:`.sequences`, the receive side (draining, decoding, plausibility) in :mod:`.feedback`;
-this module owns the state they act on, the commands and the cyclic sending.
+"""The bus controller: per-tick receive, safety and cyclic sending over its motor families
+(pure given a clock and transports). Lifecycle sequences (configure, activate, deactivate) are
+in :mod:`.sequences`, the receive side (draining, dispatch, plausibility) in :mod:`.feedback`,
+each family's steps, cyclic commands and decoding in its module (:mod:`.epos4_family`,
+:mod:`.tmotor`, :mod:`.dynamixel`); this module owns the state they act on and the commands.
 
-Cadence (ARCHITECTURE section 3): every tick (1 ms) all buses are drained and decoded, the chunk
+Cadence: every tick (1 ms) all buses are drained and decoded, the chunk
 queue is sampled at the send time, every enabled Maxon gets its target (CSP position or CST
 torque) and each CAN bus carrying Maxons one SYNC; every ``slow_divider`` ticks the TMotors get
 SET_RPM from the velocity law and each Dynamixel bus one sync write plus one sync read whose
@@ -16,35 +17,32 @@ import math
 from collections.abc import Callable
 
 from phil_hardware.core.chunk_queue import ChunkQueue, ControlMode
-from phil_hardware.core.codecs import epos4 as epos4_codec
 from phil_hardware.core.codecs.frame import CanFrame
-from phil_hardware.core.safety import Fault, FaultCode, SafetyMonitor, SendCheck
+from phil_hardware.core.safety import Fault, FaultCode, SafetyMonitor
 
-from . import sequences
 from .base import (
     Clock,
     ControllerCounters,
     ControllerError,
     MonotonicClock,
+    MotorFamily,
     MotorMissingError,
     Transports,
 )
 from .config import ControllerConfig
-from .dynamixel import DynamixelBank
-from .epos4 import Epos4Drive, Epos4Group
-from .feedback import FeedbackReceiver
+from .dynamixel import DynamixelBank, DynamixelFamily
+from .epos4 import Epos4Group
+from .epos4_family import Epos4Family
+from .sequences import LifecycleSequences
 from .state import Lifecycle, Measurements
-from .tmotor import TMotorGroup, TMotorJoint
-
-SYNC_FRAME = epos4_codec.encode_sync()
-_TORQUE = int(ControlMode.TORQUE)  # plain ints: enum attribute access costs us per tick
-_CST = int(epos4_codec.ModeOfOperation.CYCLIC_SYNC_TORQUE)
+from .tmotor import TMotorFamily, TMotorGroup
 
 
-class BusController(FeedbackReceiver):
+class BusController(LifecycleSequences):
     """Owns the buses of one robot and runs its cyclic exchange. Not thread-safe.
 
-    The receive half (bus draining, feedback decoding, plausibility) is inherited from
+    The lifecycle sequences and the receive half (bus draining, dispatch, plausibility) are
+    inherited from :class:`~.sequences.LifecycleSequences` and
     :class:`~.feedback.FeedbackReceiver`.
 
     Attributes:
@@ -54,6 +52,8 @@ class BusController(FeedbackReceiver):
         measured: Latest measured state per joint.
         missing: Joints not discovered (allowed by ``allow_missing``).
         messages: Warnings for humans (bounded), e.g. a refused baud rate on a PTY.
+        families: The motor families' drivers, in the order every step runs them (EPOS4 first:
+            its targets and SYNC open each tick).
     """
 
     def __init__(
@@ -87,6 +87,11 @@ class BusController(FeedbackReceiver):
         self.tmotors = TMotorGroup(config.joints)
         self.epos = Epos4Group(config.joints, config.gravity_joints)
         self.dxl_banks = {bus: DynamixelBank(bus, config.joints) for bus in config.serial_buses}
+        self.families: tuple[MotorFamily, ...] = (
+            Epos4Family(self, self.epos),
+            TMotorFamily(self, self.tmotors),
+            DynamixelFamily(self, self.dxl_banks),
+        )
         self.missing: list[str] = []
         self.present = [True] * count
         self.messages: list[str] = []
@@ -95,27 +100,6 @@ class BusController(FeedbackReceiver):
         self.supervising = False
         self._tick_index = 0
         self._send_failures: dict[str, int] = {}
-        self._tmotors_by_phase: dict[int, list[TMotorJoint]] = {}
-        self._active_epos: list[tuple[str, list[Epos4Drive]]] = []
-
-    # -- lifecycle (sequences live in .sequences) -------------------------------------------
-
-    def configure(self, zero_origins: bool = True) -> None:
-        """Open buses, discover motors, configure drives (no torque), and with
-        ``zero_origins`` set the TMotor origins at the pose the robot is in. Blocks ~1-2 s."""
-        sequences.configure(self, zero_origins)
-
-    def activate(self) -> None:
-        """Enable drives and servos, start holding. Blocks a few ms."""
-        sequences.activate(self)
-
-    def deactivate(self) -> None:
-        """Stop cyclic sending, Maxon shutdown, servo torque off. Blocks briefly."""
-        sequences.deactivate(self)
-
-    def shutdown(self) -> None:
-        """Deactivate if needed and close every bus (finalized)."""
-        sequences.shutdown(self)
 
     def warn(self, text: str) -> None:
         """Keep a warning for the status (bounded to the last 20)."""
@@ -167,21 +151,13 @@ class BusController(FeedbackReceiver):
                 zip(self.measured.position_rad, self.queue.target_rad, strict=True)
             )
         ]
-        for bus, drives in self._active_epos:
-            for drive in drives:
-                if drive.enabled:
-                    continue
-                # A drive shut down on a range violation restarts where it is.
-                measured = self.measured.position_rad[drive.index]
-                drive.enabled = True
-                drive.mode = epos4_codec.ModeOfOperation.CYCLIC_SYNC_POSITION
-                for frame in sequences.reenable_frames(drive, measured):
-                    self.send(bus, frame)
-                self.send(bus, SYNC_FRAME)
+        for family in self.families:
+            family.resume()
         self.queue.hold(targets)
         return reasons
 
-    def _check(self, fault: Fault | None) -> None:
+    def check_fault(self, fault: Fault | None) -> None:
+        """Hold the measured pose when ``fault`` latched while active (None: nothing)."""
         if fault is not None and self.lifecycle in (Lifecycle.ACTIVE, Lifecycle.ACTIVATING):
             self.enter_hold()
 
@@ -191,12 +167,8 @@ class BusController(FeedbackReceiver):
         self.holding = True
         if self.lifecycle != Lifecycle.ACTIVE:
             return
-        for bus, drives in self._active_epos:
-            for drive in drives:
-                if drive.enabled and self.safety.out_of_range(drive.index):
-                    drive.enabled = False
-                    for frame in sequences.shutdown_with_sync(drive):
-                        self.send(bus, frame)
+        for family in self.families:
+            family.hold()
 
     # -- sending -----------------------------------------------------------------------------
 
@@ -209,7 +181,7 @@ class BusController(FeedbackReceiver):
         failures = self._send_failures.get(bus, 0) + 1
         self._send_failures[bus] = failures
         if failures == self.config.cycle.send_error_limit:
-            self._check(
+            self.check_fault(
                 self.safety.latch(
                     FaultCode.BUS_ERROR,
                     '',
@@ -219,21 +191,6 @@ class BusController(FeedbackReceiver):
                 )
             )
         return False
-
-    def set_cyclic_members(self) -> None:
-        """Fix the motors in cyclic traffic (present ones) after discovery."""
-        phases = self.config.cycle.tmotor_phases
-        buses = sorted({m.bus for m in self.tmotors.motors})
-        self._tmotors_by_phase = {}
-        for motor in self.tmotors.motors:
-            if self.present[motor.index]:
-                phase = phases[min(buses.index(motor.bus), len(phases) - 1)]
-                self._tmotors_by_phase.setdefault(phase, []).append(motor)
-        present_drives = [d for d in self.epos.drives if self.present[d.index]]
-        self._active_epos = [
-            (bus, [d for d in present_drives if d.bus == bus])
-            for bus in self.epos.buses(present_drives)
-        ]
 
     @property
     def tick_index(self) -> int:
@@ -255,66 +212,21 @@ class BusController(FeedbackReceiver):
 
     def poll_feedback(self) -> None:
         """SYNC on Maxon buses and a Dynamixel read, so the state stays readable."""
-        for bus, _drives in self._active_epos:
-            self.send(bus, SYNC_FRAME)
-        for bus, bank in self.dxl_banks.items():
-            if bank.present:
-                self.transports.serial[bus].write(bank.read_packet())
+        for family in self.families:
+            family.request_feedback()
 
     def _cycle(self, now: float) -> None:
         safety = self.safety
         if self.supervising:
             for fault in safety.check_timeouts(now):
-                self._check(fault)
+                self.check_fault(fault)
         targets, velocities, modes = self.queue.sample(now)
         if safety.check_targets(targets, now) is not None:
             self.enter_hold()
             targets, velocities, modes = self.queue.sample(now)
-        measured = self.measured.position_rad
-        for bus, drives in self._active_epos:
-            for drive in drives:
-                if not drive.enabled:
-                    continue
-                i = drive.index
-                if (modes[i] == _TORQUE) != (drive.mode == _CST):
-                    self.counters.mode_switches += 1
-                    for frame in drive.switch_to(int(modes[i]), targets[i], measured):
-                        self.send(bus, frame)
-                self.send(bus, drive.cyclic_frame(targets[i], measured))
-            self.send(bus, SYNC_FRAME)
         phase = self._tick_index % self.config.cycle.slow_divider
-        tmotors = self._tmotors_by_phase.get(phase)
-        if tmotors:
-            self._send_tmotors(tmotors, targets, velocities, measured, now)
-        if phase == self.config.cycle.dxl_phase:
-            for bus, bank in self.dxl_banks.items():
-                if bank.present:
-                    # One write for both packets: a PTY/USB write costs far more than its bytes.
-                    self.transports.serial[bus].write(
-                        bank.goal_packet(targets) + bank.read_packet()
-                    )
-
-    def _send_tmotors(self, motors, targets, velocities, measured, now: float) -> None:
-        safety = self.safety
-        holding = self.holding
-        for motor in motors:
-            i = motor.index
-            measured_rad = measured[i]
-            if measured_rad != measured_rad:
-                self.counters.tmotor_frames_skipped_no_feedback += 1
-                continue
-            target = targets[i]
-            check = safety.check_send(i, target, now)
-            if check == SendCheck.FEEDFORWARD_ONLY:
-                measured_rad = None
-            elif check != SendCheck.OK:
-                # Skipping leaves the motor on its last speed command; while holding after a
-                # fault that must be a standstill, not whatever was last sent.
-                if holding:
-                    self.send(motor.bus, TMotorGroup.stop_frame(motor))
-                continue
-            velocity = 0.0 if holding else float(velocities[i])
-            self.send(motor.bus, TMotorGroup.velocity_frame(motor, target, velocity, measured_rad))
+        for family in self.families:
+            family.tick(phase, now, targets, velocities, modes)
 
     # -- reporting ---------------------------------------------------------------------------
 
@@ -338,6 +250,7 @@ __all__ = [
     'Clock',
     'ControllerError',
     'MonotonicClock',
+    'MotorFamily',
     'MotorMissingError',
     'Transports',
 ]

@@ -1,8 +1,10 @@
 """Controller-side Dynamixel driver: ping, torque, the 5 ms sync write + sync read, replies.
 
-The sync read never stalls the 1 ms tick: :meth:`DynamixelBank.cycle_packets` returns the
-write and the read to send, and :meth:`DynamixelBank.feed` consumes whatever bytes arrived on
-later ticks. A read still incomplete when the next one goes out is counted as missed.
+The sync read never stalls the 1 ms tick: :meth:`DynamixelBank.goal_packet` and
+:meth:`DynamixelBank.read_packet` go out together, and :meth:`DynamixelBank.feed` consumes
+whatever bytes arrived on later ticks. A read still incomplete when the next one goes out is
+counted as missed. :class:`DynamixelFamily` runs the banks on the controller's serial buses
+(discovery by ping, torque on at activate and off at release).
 """
 
 from __future__ import annotations
@@ -10,11 +12,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from phil_hardware.core.codecs import dynamixel as dxl
 from phil_hardware.core.codecs.dynamixel import ControlTable, ProfileGoal, StatusPacket
 from phil_hardware.core.codecs.frame import CodecError
 
+from .base import BusAccess, ControllerError, FeedbackRoutes, MotorFamily
 from .config import DynamixelParams, JointConfig
 
 TORQUE_ON = b'\x01'
@@ -32,7 +36,7 @@ class DynamixelJoint:
     params: DynamixelParams
 
     def tick_of(self, joint_rad: float) -> int:
-        """Goal tick for a joint angle (FACTS section 5 tick convention)."""
+        """Goal tick for a joint angle (``tick = 2048 - motor_deg * 4096 / 360``)."""
         return dxl.motor_rad_to_tick(self.params.joint_to_motor_rad(joint_rad))
 
     def joint_of(self, tick: int) -> float:
@@ -156,3 +160,129 @@ class DynamixelBank:
         if status.error == 0:
             return ''
         return f'servo status: {dxl.describe_status_error(status.error)}'
+
+
+class DynamixelFamily(MotorFamily):
+    """The Dynamixel servos, one :class:`DynamixelBank` per serial bus (see module doc).
+
+    Attributes:
+        banks: Bank per serial bus.
+        replies: Latest status per (bus, id) (the lifecycle steps read it).
+    """
+
+    def __init__(self, ctl: BusAccess, banks: dict[str, DynamixelBank]) -> None:
+        """Drive ``banks`` through ``ctl``."""
+        self.ctl = ctl
+        self.banks = banks
+        self.replies: dict[tuple[str, int], StatusPacket] = {}
+        self._dxl_phase = ctl.config.cycle.dxl_phase
+
+    def bind_feedback(self, routes: FeedbackRoutes) -> None:
+        """Every bank reads its own serial bus."""
+        for bus, bank in self.banks.items():
+            routes.route_serial(bus, partial(self._on_serial, bank))
+
+    def probe(self) -> None:
+        """PING every servo (retried) and wait for its reply."""
+        ctl = self.ctl
+        timing = ctl.config.timing
+        counts = ctl.measured.feedback_count
+        before = list(counts)
+        for bus, bank in self.banks.items():
+            serial = ctl.transports.serial[bus]
+            for servo in bank.servos:
+                for _attempt in range(max(1, timing.dxl_retries)):
+                    serial.write(bank.ping_packet(servo))
+                    if ctl.wait(
+                        timing.dxl_reply_timeout_s,
+                        lambda s=servo: counts[s.index] > before[s.index],
+                    ):
+                        break
+
+    def configure(self, zero_origins: bool) -> None:
+        """Restrict cyclic traffic to the discovered servos."""
+        for bank in self.banks.values():
+            bank.set_present([s for s in bank.servos if self.ctl.present[s.index]])
+
+    def activate(self) -> None:
+        """Torque on (confirmed per servo), then one read so the pose is fresh."""
+        ctl = self.ctl
+        for bus, bank in self.banks.items():
+            for servo in bank.present:
+                self._write_confirmed(bus, bank.torque_packet(servo, True), servo, 'torque on')
+            if bank.present:
+                ctl.transports.serial[bus].write(bank.read_packet())
+                ctl.wait(ctl.config.timing.dxl_reply_timeout_s, lambda b=bank: not b.read_pending)
+
+    def tick(self, phase: int, now: float, targets, velocities, modes) -> None:
+        """On the Dynamixel phase: the goal write and the next read on every bus."""
+        if phase != self._dxl_phase:
+            return
+        serial = self.ctl.transports.serial
+        for bus, bank in self.banks.items():
+            if bank.present:
+                # One write for both packets: a PTY/USB write costs far more than its bytes.
+                serial[bus].write(bank.goal_packet(targets) + bank.read_packet())
+
+    def request_feedback(self) -> None:
+        """A sync read on every bus with a present servo."""
+        serial = self.ctl.transports.serial
+        for bus, bank in self.banks.items():
+            if bank.present:
+                serial[bus].write(bank.read_packet())
+
+    def release(self) -> None:
+        """Torque off every present servo on an open bus (a refusal is a warning)."""
+        ctl = self.ctl
+        for bus, bank in self.banks.items():
+            if bus not in ctl.transports.serial:
+                continue
+            for servo in bank.present:
+                try:
+                    self._write_confirmed(
+                        bus, bank.torque_packet(servo, False), servo, 'torque off'
+                    )
+                except Exception as error:  # releasing must go on for the other servos
+                    ctl.warn(str(error))
+
+    def _write_confirmed(self, bus: str, packet: bytes, servo: DynamixelJoint, what: str) -> None:
+        ctl = self.ctl
+        timing = ctl.config.timing
+        key = (bus, servo.dxl_id)
+        for _attempt in range(max(1, timing.dxl_retries)):
+            self.replies.pop(key, None)
+            ctl.transports.serial[bus].write(packet)
+            if ctl.wait(timing.dxl_reply_timeout_s, lambda: key in self.replies):
+                status = self.replies[key]
+                if status.error & 0x7F:
+                    raise ControllerError(
+                        f'{ctl.describe_motor(servo.index)}: {what} refused '
+                        f'({self.banks[bus].error_text(status)})'
+                    )
+                return
+        raise ControllerError(f'{ctl.describe_motor(servo.index)}: no reply to {what}')
+
+    def _on_serial(self, bank: DynamixelBank, data: bytes, now: float) -> None:
+        ctl = self.ctl
+        m = ctl.measured
+        for servo, status in bank.feed(data):
+            self.replies[(bank.bus, servo.dxl_id)] = status
+            i = servo.index
+            m.feedback_count[i] += 1
+            if status.error:
+                ctl.counters.dxl_status_errors += 1
+            position = bank.position_reply(servo, status)
+            if position is None:
+                continue
+            m.update_position(i, position, now)
+            m.error_code[i] = status.error
+            m.status[i] = bank.error_text(status) or 'ok'
+            if ctl.supervising:
+                ctl.check_fault(ctl.safety.on_position(i, position, now))
+                alert = status.error & 0x80
+                ctl.check_fault(
+                    ctl.safety.on_motor_error(i, bank.error_text(status) if alert else '', now)
+                )
+
+
+__all__ = ['DynamixelBank', 'DynamixelFamily', 'DynamixelJoint']

@@ -1,7 +1,7 @@
 """Controller-side EPOS4 driver: SDO configuration list, enable and mode-switch frames, the
-cyclic CSP/CST frames with the wrist torque law, and TPDO decoding (FACTS sections 3 and 4).
+cyclic CSP/CST frames with the wrist torque law, and TPDO decoding, all as upstream's.
 
-Pure: it builds frames and keeps per-drive control state; the bus controller sends them.
+Pure: it builds frames and keeps per-drive control state; :mod:`.epos4_family` sends them.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from phil_hardware.core.codecs.frame import CanFrame
 
 from .config import Epos4Params, JointConfig
 
-# FACTS section 3 step 4, in upstream order: (object, sub-index, value, size in bytes).
+# Upstream's start-up SDO list, in its order: (object, sub-index, value, size in bytes).
 CONFIGURE_SDOS: tuple[tuple[int, int, int, int], ...] = (
     (ObjectIndex.MODES_OF_OPERATION, 0, ModeOfOperation.CYCLIC_SYNC_POSITION, 1),
     (ObjectIndex.POSITION_OFFSET, 0, 0, 4),
@@ -90,7 +90,8 @@ class Epos4Drive:
         """The 1 ms target RPDO in the current mode.
 
         CSP: target position in counts. CST: ``kp*e + kd*filtered(de/dt) - gravity`` with
-        ``e`` in motor rad and the gravity term from the measured arm angles (FACTS section 4).
+        ``e`` in motor rad and the gravity term from the measured arm angles (upstream's law,
+        :func:`~phil_hardware.core.codecs.epos4.gravity_torque_mnm`).
 
         Args:
             target_rad: Joint target [rad].
@@ -181,8 +182,20 @@ class Epos4Group:
         return result
 
 
+def reenable_frames(drive: Epos4Drive, measured_rad: float) -> list[CanFrame]:
+    """After a reset: CSP mode, target = measured, Shutdown, Enable (SYNC sent by the caller)."""
+    params = drive.params
+    motor_rad = params.joint_to_motor_rad(measured_rad) if measured_rad == measured_rad else 0.0
+    return [
+        mode_sdo(drive.node_id, ModeOfOperation.CYCLIC_SYNC_POSITION),
+        epos4.encode_target_position(drive.node_id, motor_rad, params.gear_ratio),
+        epos4.encode_controlword(drive.node_id, Controlword.SHUTDOWN),
+        epos4.encode_controlword(drive.node_id, Controlword.ENABLE_OPERATION),
+    ]
+
+
 def nmt_start(node_id: int) -> CanFrame:
-    """NMT start remote node (FACTS section 3 step 7)."""
+    """NMT start remote node (COB-ID 0x000, ``[0x01, node]``): the drive's PDOs start."""
     return epos4.encode_nmt(NmtCommand.START_REMOTE_NODE, node_id)
 
 
@@ -214,5 +227,6 @@ __all__ = [
     'mode_sdo',
     'mode_switch_frames',
     'nmt_start',
+    'reenable_frames',
     'shutdown_frames',
 ]

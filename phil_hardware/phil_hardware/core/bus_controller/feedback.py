@@ -1,77 +1,57 @@
-"""Receive side of the bus controller: drain every bus each tick, decode the feedback of each
-motor family, keep the measured state and hand what it shows to the safety monitor.
+"""Receive side of the bus controller: drain every bus each tick and hand each frame to the
+handler its motor family registered; the plausibility filter the families share.
 
-:class:`FeedbackReceiver` is the base class of :class:`~.controller.BusController`; it owns the
-dispatch tables and the plausibility filter and works on the controller's state (documented
-below). A fault it detects is passed to :meth:`FeedbackReceiver._check`, which the controller
-implements (hold the measured pose).
+:class:`FeedbackReceiver` is a base class of :class:`~.controller.BusController`; the families
+decode and judge their own feedback (``bind_feedback``) and report faults through the
+controller's ``check_fault``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import partial
-
-from phil_hardware.core.codecs import epos4 as epos4_codec
 from phil_hardware.core.codecs.frame import CanFrame, CodecError
-from phil_hardware.core.codecs.tmotor import ERROR_CODE_TEXT
-from phil_hardware.core.safety import Fault, FaultCode, SafetyMonitor
 
-from .base import ControllerCounters, Transports
+from .base import CanHandler, ControllerCounters, MotorFamily, SerialHandler, Transports
 from .config import ControllerConfig
-from .dynamixel import DynamixelBank
-from .epos4 import Epos4Drive, Epos4Group, describe_statusword, drive_fault_text
-from .state import Lifecycle, Measurements
-from .tmotor import TMotorGroup, TMotorJoint, is_status_frame
+from .state import Measurements
 
 PLAUSIBLE_STEP_RAD = 0.2  # largest position step between two feedback frames, plus speed x gap
 
 
 class FeedbackReceiver:
-    """Bus draining and feedback decoding (the controller's receive half). Not thread-safe.
+    """Bus draining and frame dispatch (the controller's receive half). Not thread-safe.
 
-    The controller provides ``lifecycle``, ``transports``, ``measured``, ``counters``,
-    ``safety``, ``supervising``, ``tmotors``, ``epos`` and ``dxl_banks`` and implements
-    :meth:`_check`.
-
-    Attributes:
-        sdo_replies: Latest SDO response frame per EPOS4 node id (read by the sequences).
-        dxl_replies: Latest Dynamixel status per (bus, id) (read by the sequences).
+    The controller provides ``transports``, ``measured``, ``counters`` and ``families``.
     """
 
-    config: ControllerConfig
-    lifecycle: Lifecycle
     transports: Transports
     measured: Measurements
     counters: ControllerCounters
-    safety: SafetyMonitor
-    supervising: bool
-    tmotors: TMotorGroup
-    epos: Epos4Group
-    dxl_banks: dict[str, DynamixelBank]
+    families: tuple[MotorFamily, ...]
 
     def __init__(self, config: ControllerConfig) -> None:
         """Empty dispatch tables; nothing received yet."""
-        self.sdo_replies: dict[int, object] = {}
-        self.dxl_replies: dict[tuple[str, int], object] = {}
-        self._std: dict[str, dict[int, Callable]] = {}
-        self._ext: dict[str, dict[int, Callable]] = {}
+        self._std: dict[str, dict[int, CanHandler]] = {}
+        self._ext: dict[str, dict[int, CanHandler]] = {}
+        self._serial: dict[str, SerialHandler] = {}
         self._rx: list[CanFrame] = []
         self._velocity_limits = [j.velocity_limit_rad_s for j in config.joints]
         self._jump_candidate = [float('nan')] * len(config.joints)
 
     def build_dispatch(self) -> None:
-        """Per-bus tables from CAN id to feedback handler."""
+        """Per-bus tables from CAN id to feedback handler, filled in by the families."""
         self._std = {bus: {} for bus in self.transports.can}
         self._ext = {bus: {} for bus in self.transports.can}
-        for motor in self.tmotors.motors:
-            handler = partial(self._on_tmotor, motor)
-            self._std.setdefault(motor.bus, {})[motor.node_id] = handler
-            self._ext.setdefault(motor.bus, {})[motor.node_id] = handler
-        for drive in self.epos.drives:
-            table = self._std.setdefault(drive.bus, {})
-            table[epos4_codec.TPDO1_BASE + drive.node_id] = partial(self._on_tpdo, drive)
-            table[epos4_codec.SDO_RESPONSE_BASE + drive.node_id] = partial(self._on_sdo, drive)
+        self._serial = {}
+        for family in self.families:
+            family.bind_feedback(self)
+
+    def route_can(self, bus: str, can_id: int, handler: CanHandler, extended: bool) -> None:
+        """Hand frames with ``can_id`` on ``bus`` to ``handler`` (extended: the low byte)."""
+        (self._ext if extended else self._std).setdefault(bus, {})[can_id] = handler
+
+    def route_serial(self, bus: str, handler: SerialHandler) -> None:
+        """Hand the bytes read from serial ``bus`` to ``handler``."""
+        self._serial[bus] = handler
 
     def poll(self, now: float) -> None:
         """Drain every bus and handle what arrived (never blocks)."""
@@ -98,95 +78,10 @@ class FeedbackReceiver:
         for bus, transport in self.transports.serial.items():
             data = transport.read()
             if data:
-                self._on_serial(self.dxl_banks[bus], data, now)
+                self._serial[bus](data, now)
 
-    def _on_tmotor(self, motor: TMotorJoint, frame: CanFrame, now: float) -> None:
-        if not is_status_frame(frame, motor.node_id):
-            self.counters.frames_rejected += 1
-            return
-        feedback, position, velocity = TMotorGroup.decode(motor, frame)
-        if feedback.error_code not in ERROR_CODE_TEXT:  # no such code: a garbled frame
-            self.counters.frames_rejected += 1
-            return
-        i = motor.index
-        m = self.measured
-        if not self._plausible(i, position, now):
-            return
-        previous_error = m.error_code[i]
-        m.position_rad[i] = position
-        m.velocity_rad_s[i] = velocity
-        m.current_a[i] = feedback.current_a
-        m.temperature_c[i] = feedback.temperature_c
-        m.error_code[i] = feedback.error_code
-        m.last_feedback_s[i] = now
-        m.feedback_count[i] += 1
-        m.status[i] = feedback.error_text if feedback.error_code else 'ok'
-        if self.supervising:
-            safety = self.safety
-            self._check(safety.on_position(i, position, now))
-            self._check(safety.on_current(i, feedback.current_a, now))
-            # A real motor error persists: two frames in a row with the same code latch it.
-            code = feedback.error_code
-            error = f'motor error {code}: {feedback.error_text}'
-            if not code or code == previous_error:
-                self._check(safety.on_motor_error(i, error if code else '', now))
-
-    def _on_tpdo(self, drive: Epos4Drive, frame: CanFrame, now: float) -> None:
-        feedback, position = drive.decode(frame)
-        i = drive.index
-        m = self.measured
-        if not self._plausible(i, position, now):
-            return
-        m.update_position(i, position, now)
-        m.statusword[i] = feedback.statusword
-        m.torque_mnm[i] = feedback.torque_mnm
-        m.status[i] = describe_statusword(feedback.statusword)
-        if self.supervising:
-            self._check(self.safety.on_position(i, position, now))
-            self._check(self.safety.on_motor_error(i, drive_fault_text(feedback.statusword), now))
-
-    def _on_sdo(self, drive: Epos4Drive, frame: CanFrame, now: float) -> None:
-        self.measured.feedback_count[drive.index] += 1  # any reply proves the drive is there
-        self.sdo_replies[drive.node_id] = frame
-        try:
-            reply = epos4_codec.decode_sdo_response(frame)
-        except CodecError:
-            return  # the discovery probe's reply need not be a valid response
-        if reply.service == epos4_codec.SdoService.ABORT and (
-            self.lifecycle != Lifecycle.CONFIGURING
-        ):  # the probe's abort is expected
-            self.counters.sdo_aborts += 1
-            if self.lifecycle == Lifecycle.ACTIVE:
-                self._check(
-                    self.safety.latch(
-                        FaultCode.MOTOR_ERROR,
-                        drive.joint,
-                        f'SDO 0x{reply.index:04X} refused: {reply.abort_text}',
-                        now,
-                    )
-                )
-
-    def _on_serial(self, bank: DynamixelBank, data: bytes, now: float) -> None:
-        for servo, status in bank.feed(data):
-            self.dxl_replies[(bank.bus, servo.dxl_id)] = status
-            i = servo.index
-            self.measured.feedback_count[i] += 1
-            if status.error:
-                self.counters.dxl_status_errors += 1
-            position = bank.position_reply(servo, status)
-            if position is None:
-                continue
-            self.measured.update_position(i, position, now)
-            self.measured.error_code[i] = status.error
-            self.measured.status[i] = bank.error_text(status) or 'ok'
-            if self.supervising:
-                self._check(self.safety.on_position(i, position, now))
-                alert = status.error & 0x80
-                self._check(
-                    self.safety.on_motor_error(i, bank.error_text(status) if alert else '', now)
-                )
-
-    def _plausible(self, index: int, position: float, now: float) -> bool:
+    def plausible(self, index: int, position_rad: float, now: float) -> bool:
+        """False for a feedback position that jumps impossibly (counted as rejected)."""
         # A CAN payload has no checksum of its own: a garbled frame that still decodes shows
         # up as an impossible jump. Rejecting it leaves the joint silent, so persistent garbage
         # ends in FEEDBACK_TIMEOUT instead of a made-up position.
@@ -196,11 +91,11 @@ class FeedbackReceiver:
             return True
         gap = now - self.measured.last_feedback_s[index]
         allowed = PLAUSIBLE_STEP_RAD + 2.0 * self._velocity_limits[index] * max(gap, 0.0)
-        if abs(position - previous) <= allowed:
+        if abs(position_rad - previous) <= allowed:
             return True
         candidate = self._jump_candidate[index]
-        self._jump_candidate[index] = position
-        if abs(position - candidate) <= PLAUSIBLE_STEP_RAD:
+        self._jump_candidate[index] = position_rad
+        if abs(position_rad - candidate) <= PLAUSIBLE_STEP_RAD:
             return True
         self.counters.frames_implausible += 1
         self.counters.frames_rejected += 1
@@ -209,10 +104,6 @@ class FeedbackReceiver:
     def forget_position(self, index: int) -> None:
         """Accept the next measurement whatever it is (e.g. after SET_ORIGIN moved the zero)."""
         self.measured.position_rad[index] = float('nan')
-
-    def _check(self, fault: Fault | None) -> None:
-        """React to a fault the feedback showed (None: nothing happened)."""
-        raise NotImplementedError
 
 
 __all__ = ['PLAUSIBLE_STEP_RAD', 'FeedbackReceiver']
