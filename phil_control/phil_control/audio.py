@@ -1,4 +1,4 @@
-"""Audio tracks played along with a score (FACTS 11.8), behind a small pluggable interface.
+"""Audio tracks played along with a score, behind a small pluggable interface.
 
 The score player arms a track at every PLAY (``None`` disarms: silent play), asks for it to
 start at score time 0 (the end of DRUM START) and stops it on stop, pause, cancel and abort.

@@ -28,7 +28,7 @@ which the tick completes when the motion ends. One lock guards the planner and t
 
 Clock: every stamp (chunk starts, commanded_state) is on one clock, by default the node's ROS
 clock like every ROS stamp (the hardware node maps it onto the monotonic clock its bus loop
-samples with, ARCHITECTURE section 3); the score player stamps ``~/chunks`` on the same clock.
+samples with); the score player stamps ``~/chunks`` on the same clock.
 ``stamp_clock: monotonic`` stamps CLOCK_MONOTONIC instead.
 
 Initial state: the ``initial_positions_rad`` parameter if given; otherwise the model's ``init``

@@ -1,4 +1,4 @@
-"""Closed-form arm IK against a modified-DH forward-kinematics oracle (FACTS.md section 10)."""
+"""Closed-form arm IK against a modified-DH forward-kinematics oracle (upstream's chain)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from phil_control.core.kinematics.model_adapter import arm_geometry, joint_limit
 from phil_description.core import default_robot_model
 
 # Link lengths and limits come from the URDF, the single source (the same numbers as upstream's
-# kinematics.json, FACTS.md section 10): soft limits are the IK/planning limits.
+# kinematics.json): soft limits are the IK/planning limits.
 MODEL = default_robot_model()
 GEOMETRY = arm_geometry(MODEL)
 LIMITS = joint_limits(MODEL)

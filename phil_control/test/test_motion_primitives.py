@@ -1,4 +1,4 @@
-"""MOVE / LOOK / POSE / GESTURE steps against upstream's command semantics (FACTS.md section 8)."""
+"""MOVE / LOOK / POSE / GESTURE steps against upstream's command semantics."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ TABLE = JointTable.from_model(MODEL)
 DEFAULTS = MotionDefaults()
 NAMES = MODEL.joint_names
 
-# FACTS.md section 8, written out by hand: (duration s, {joint: absolute deg}) per step.
+# Upstream's gestures, written out by hand: (duration s, {joint: absolute deg}) per step.
 WAVE_SWING = [(0.4, {'right_wrist': 25.0}), (0.4, {'right_wrist': -25.0})]
 FACTS_GESTURES = {
     'nod': [(1.0, {'head_pitch': 20.0}), (1.0, {'head_pitch': -20.0}), (1.0, {'head_pitch': 0.0})],
@@ -103,7 +103,7 @@ def test_gesture_tables_match_facts(name, alias):
 
 
 def test_gesture_angles_are_absolute_not_offsets():
-    """FACTS says 'relative to last_q_target': the base is the last target, values are set."""
+    """'Relative to last_q_target': the base is the last target, the values are set."""
     base = MODEL.poses['ready'].copy()
     pitch = MODEL.joint('head_pitch').index
     base[pitch] = math.radians(10.0)

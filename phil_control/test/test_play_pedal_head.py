@@ -1,4 +1,4 @@
-"""Pedal generator (bass, hi-hat) and head generator (yaw, nod) shapes (FACTS 11.6, 11.7)."""
+"""Pedal generator (bass, hi-hat) and head generator (yaw, nod) shapes."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""State generator: elbow lift and wrist strike shapes (FACTS 11.5), incl. upstream's example."""
+"""State generator: elbow lift and wrist strike shapes, incl. a worked upstream example."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def _hit_window_plan(hand='left', velocity=5):
 
 
 def test_upstream_worked_example_hit_at_one_second():
-    # FACTS 11.5: HIT at t = 1.0 s, v = 5, beat 0.6 -> 12 sub-steps of 1/12 s.
+    # Upstream's HIT: impact at t = 1.0 s, v = 5, beat 0.6 -> 12 sub-steps of 1/12 s.
     plan = _hit_window_plan()
     times = np.array([0.1, 0.3, 0.5, 0.7, 0.8, 0.85, 1.0])
     elbow, wrist = (np.degrees(values) for values in plan.evaluate(times))

@@ -1,4 +1,4 @@
-"""Every upstream score parses; spot checks against FACTS 11.1 (skipped without the data)."""
+"""Every upstream score parses; spot checks of the format (skipped without the data)."""
 
 from __future__ import annotations
 

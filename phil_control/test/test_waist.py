@@ -27,7 +27,7 @@ from phil_control.core.profiles import hermite_segment
 from phil_description.core import default_robot_model
 
 # Link lengths and limits come from the URDF, the single source (the same numbers as upstream's
-# kinematics.json, FACTS.md section 10): soft limits are the IK/planning limits.
+# kinematics.json): soft limits are the IK/planning limits.
 MODEL = default_robot_model()
 GEOMETRY = arm_geometry(MODEL)
 LIMITS = joint_limits(MODEL)

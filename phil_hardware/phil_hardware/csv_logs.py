@@ -1,5 +1,5 @@
-"""The hardware node's CSV logs in a run folder (FACTS section 12): ``motors.csv`` like
-upstream's and ``ticks.csv`` with the bus loop's timing. Snapshots come from the bus loop's
+"""The hardware node's CSV logs in a run folder (README, "Logs and plots"): ``motors.csv``
+like upstream's and ``ticks.csv`` with the bus loop's timing. Snapshots come from the bus loop's
 shared memory (``phil_hardware.rt``); nothing here blocks the loop. Both are size-capped and
 rotated to ``<name>.1`` (`CappedCsvLog`)."""
 

@@ -1,4 +1,4 @@
-"""Per-family controller drivers: golden frames for known states (hand-computed, FACTS 2-5)."""
+"""Per-family controller drivers: golden frames for known states (hand-computed)."""
 
 from __future__ import annotations
 

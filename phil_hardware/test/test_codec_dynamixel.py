@@ -1,4 +1,4 @@
-"""Golden-packet and property tests of the Dynamixel Protocol 2.0 codec (FACTS section 5).
+"""Golden-packet and property tests of the Dynamixel Protocol 2.0 codec.
 
 Golden packets are the examples of the ROBOTIS Protocol 2.0 e-manual.
 """
@@ -219,7 +219,7 @@ def test_instruction_packet_round_trip(dxl_id, instruction, params):
 
 
 def test_tick_conversion_golden_values():
-    # head_pitch joint 0 -> motor +90 deg -> tick 1024 (FACTS section 5).
+    # head_pitch joint 0 -> motor +90 deg -> tick 1024 (tick = 2048 - motor_deg * 4096 / 360).
     assert dynamixel.motor_deg_to_tick(90.0) == 1024
     assert dynamixel.motor_deg_to_tick(0.0) == 2048
     assert dynamixel.motor_deg_to_tick(-90.0) == 3072

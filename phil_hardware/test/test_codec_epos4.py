@@ -1,4 +1,4 @@
-"""Golden-frame and property tests of the EPOS4 / CANopen codec (FACTS section 4)."""
+"""Golden-frame and property tests of the EPOS4 / CANopen codec (upstream's frames)."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def test_sync_frame_is_id_0x080_without_data():
     assert epos4.encode_sync() == CanFrame(0x080, b'')
 
 
-# Upstream SDO downloads (FACTS section 4 table), all with "size not indicated" 0x22.
+# Upstream's SDO downloads (start-up and mode switches), all with "size not indicated" 0x22.
 UPSTREAM_SDO_DOWNLOADS = [
     (
         ObjectIndex.MODES_OF_OPERATION,

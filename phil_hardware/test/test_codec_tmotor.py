@@ -1,4 +1,4 @@
-"""Golden-frame and property tests of the TMotor AK servo-mode codec (FACTS section 2)."""
+"""Golden-frame and property tests of the TMotor AK servo-mode codec (upstream's frames)."""
 
 from __future__ import annotations
 

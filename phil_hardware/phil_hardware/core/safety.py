@@ -1,6 +1,6 @@
 """Per-cycle safety rules of the bus loop (pure: the caller passes measurements and the time).
 
-Rules (FACTS section 6, ARCHITECTURE section 4):
+Rules (docs/design.md, "Safety checks in the bus loop"):
 
 * Pre-send, TMotor only: a target more than ``jump_limit_rad`` (30 deg) away from the last
   measured position, or outside the URDF limits, skips that frame (counted, nothing latches).

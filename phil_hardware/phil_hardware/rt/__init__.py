@@ -1,4 +1,4 @@
-"""The real-time bus loop in its own process (ARCHITECTURE section 3).
+"""The real-time bus loop in its own process (docs/design.md, "The bus loop lives outside rclpy").
 
 The hardware node creates a :class:`BusLoopClient` and calls ``start()``; the child process
 runs :class:`BusLoop` around a :class:`~phil_hardware.core.bus_controller.BusController` with

@@ -1,4 +1,4 @@
-"""One simulated Dynamixel XM430 (Protocol 2.0 control table and motion), FACTS section 5.
+"""One simulated Dynamixel XM430 (Protocol 2.0 control table and motion).
 
 The control table is a byte array with the XM430 layout; live fields (present position,
 velocity, current, moving, hardware error) are refreshed before every read. Motion with torque

@@ -1,4 +1,4 @@
-"""A simulated Maxon EPOS4 drive on CANopen (CiA 301 + CiA 402), FACTS section 4.
+"""A simulated Maxon EPOS4 drive on CANopen (CiA 301 + CiA 402), as upstream drives it.
 
 * NMT: start, stop, pre-operational, reset node (application reset: objects, state machine and
   position counter back to power-on), reset communication; boot-up frame 0x700+n after a reset.

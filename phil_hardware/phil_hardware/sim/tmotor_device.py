@@ -1,4 +1,4 @@
-"""A simulated TMotor (CubeMars) AK actuator in servo mode (FACTS section 2).
+"""A simulated TMotor (CubeMars) AK actuator in servo mode.
 
 Receives extended-id frames ``node | packet << 8``: SET_RPM (velocity with a first-order lag),
 SET_POS and SET_POS_SPD (position, velocity/acceleration-limited), SET_ORIGIN_HERE (the current

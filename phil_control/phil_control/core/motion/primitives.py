@@ -1,10 +1,10 @@
-"""MOVE, LOOK, POSE and GESTURE as sequences of rest-to-rest steps (upstream FACTS.md section 8).
+"""MOVE, LOOK, POSE and GESTURE as sequences of rest-to-rest steps, as upstream's.
 
 Every primitive starts from a copy of the last commanded joint vector and changes only the joints
 it names (upstream's ``last_q_target``); each step is one rest-to-rest profile segment.
 
-Gesture angles are absolute joint angles. FACTS.md says the gestures are "relative to
-last_q_target; only the listed joints change", which could be read as offsets; upstream's
+Gesture angles are absolute joint angles. Gestures "relative to last_q_target, only the
+listed joints change" could be read as offsets; upstream's
 ``behavior_planner.cpp`` (``handle_gesture``) shows the meaning: the copy of ``last_q_target`` is
 the base and the listed joints are *set* (``q[HEAD_PITCH] = deg_to_rad(20.0)``), so a nod from a
 head pitched 10 deg goes to +20 deg, -20 deg, 0 deg, not to 30, -10, 10. Every gesture step uses
@@ -67,7 +67,7 @@ _WAVE_RAISE = _step(
 )
 _WAVE_SWING = (_step(0.4, right_wrist=25.0), _step(0.4, right_wrist=-25.0))
 
-#: Upstream's gestures (FACTS.md section 8); angles absolute, see the module docstring.
+#: Upstream's gestures; angles absolute, see the module docstring.
 GESTURES: Mapping[str, tuple[GestureStep, ...]] = MappingProxyType(
     {
         'nod': (

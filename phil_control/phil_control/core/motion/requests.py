@@ -15,7 +15,7 @@ from typing import Union
 
 from phil_control.core.profiles import Profile
 
-#: Upstream's durations (FACTS.md section 8), s.
+#: Upstream's durations, s.
 DEFAULT_MOVE_DURATION_S = 3.0
 DEFAULT_LOOK_DURATION_S = 1.0
 DEFAULT_POSE_DURATION_S = 3.0

@@ -3,13 +3,13 @@
 Modules:
     robot: `PlayRobot`, the robot data the generators use (from the robot model).
     shapes: `Transition` and the curve pieces the generators are built of.
-    base_generator: Stick-tip paths between drums, time law, base wrist angle (FACTS 11.4).
-    state_generator: Elbow lift and wrist strike offsets by intensity (FACTS 11.5).
-    pedal_generator: Bass drum and hi-hat pedals (FACTS 11.6).
-    head_generator: Head yaw towards the right-hand drum and the beat nod (FACTS 11.7).
+    base_generator: Stick-tip paths between drums, time law, base wrist angle.
+    state_generator: Elbow lift and wrist strike offsets by intensity.
+    pedal_generator: Bass drum and hi-hat pedals.
+    head_generator: Head yaw towards the right-hand drum and the beat nod.
     common: Control modes, commanded hits, `MotionError`, the cached waist choice.
     waist_path: Piecewise waist motion in a window and its repair where the IK fails.
-    window_motion: One window -> sampled 13-joint motion and its hits (FACTS 11.3).
+    window_motion: One window -> sampled 13-joint motion and its hits.
     transfer: DRUM START / DRUM END moves and the score-time <-> wall-time clock.
     timeline: Sources by play id, improv chaining, pause truncation, `next_score_in_folder`.
     chunk: Wall-clock chunks, scheduled hits, progress, `PlayAborted`.

@@ -1,6 +1,6 @@
 """Base (arm path) generator: where each stick tip is between drums, and the base wrist angle.
 
-Per arm and window (FACTS 11.4): the next stick hit of that arm is looked for within 1.2 s after
+Per arm and window: the next stick hit of that arm is looked for within 1.2 s after
 the window's first event. REST->HIT, HIT->HIT and HIT->REST / REST->REST follow; a motion that
 started in an earlier window continues until its hit (start time = the time stored in the arm's
 context). Between two different drums the tip follows a cubic Bezier curve P0..P3 whose inner

@@ -1,4 +1,4 @@
-"""Head generator: yaw towards the right-hand drum and a nod on the beat (FACTS 11.7).
+"""Head generator: yaw towards the right-hand drum and a nod on the beat.
 
 * Yaw (world) = atan2(y, x) of the right-hand strike point of the drum the right stick plays next,
   minus 90 deg, reached with a smoothstep across the window (the previous drum is kept when the

@@ -1,4 +1,4 @@
-"""Pedal generator: bass drum (right_pedal) and hi-hat (left_pedal) angles (FACTS 11.6).
+"""Pedal generator: bass drum (right_pedal) and hi-hat (left_pedal) angles.
 
 Both pedals only look at the two events of the generated interval; T is its length.
 

@@ -1,4 +1,4 @@
-"""State generator: elbow lift and wrist strike offsets added on top of the arm IK (FACTS 11.5).
+"""State generator: elbow lift and wrist strike offsets added on top of the arm IK.
 
 Time is cut into sub-steps of 0.05 beat units (each score row's interval split into
 round(beat / 0.05) equal parts, at least one). At every sub-step boundary of the generated

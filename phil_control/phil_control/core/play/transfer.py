@@ -1,6 +1,6 @@
 """DRUM START / DRUM END moves and the score-time <-> wall-time map of a play.
 
-DRUM START and DRUM END are 4.0 s COSINE moves (FACTS 11.3). When a move starts from a moving
+DRUM START and DRUM END are 4.0 s COSINE moves (as upstream). When a move starts from a moving
 pose (a STOP or an abort cutting a window), a decaying term v0 t (1 - t / tau)^2 over
 tau = 0.15 s is added so that position and velocity stay continuous; it is zero from tau on, so
 the move still ends exactly at its target.

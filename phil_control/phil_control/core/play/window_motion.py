@@ -3,7 +3,7 @@
 For every sample time the base generator gives both tip positions and base wrist angles, the
 waist follows a cubic Hermite segment towards the look-ahead optimum, the closed-form IK gives
 joints 0-8, the state generator's elbow and wrist offsets are added, and the pedal and head
-generators fill joints 9-12 (head_yaw = world yaw - waist). FACTS 11.3-11.7.
+generators fill joints 9-12 (head_yaw = world yaw - waist).
 
 Trajectory representation (the timing contract): sample times are score times in seconds from
 the play start (t = 0 is the silent event before the first row). The interval (t0, t1] is cut

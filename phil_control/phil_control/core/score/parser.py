@@ -1,4 +1,4 @@
-"""Reader of Phil's text score format (FACTS 11.1); `writer.format_score` writes it.
+"""Reader of Phil's text score format (upstream's); `writer.format_score` writes it.
 
 Format, one item per line, fields separated by tabs or any run of whitespace:
 
@@ -152,7 +152,7 @@ def parse_score(
     Args:
         text: The whole score text.
         source: Name used in error messages and kept in `Score.source`.
-        start_bar: RESUME semantics (FACTS 8): rows whose bar is below this are validated but
+        start_bar: RESUME semantics (upstream's): rows whose bar is below this are validated but
             skipped, and their beats are not accumulated, so the first kept event's time is its
             own beat. `bpm` lines among skipped rows still take effect. Upstream compares bars,
             not positions, so with repeating bar numbers later low-bar rows are skipped too.

@@ -1,4 +1,4 @@
-"""Sliding look-ahead windows over a score, sample counts and playback speed (FACTS 11.2, 11.3).
+"""Sliding look-ahead windows over a score, sample counts and playback speed.
 
 A window is a run of consecutive events; the motion generator produces motion only for its
 first interval (event 0 -> event 1) and uses the rest as look-ahead. Windows slide by one event,

@@ -5,7 +5,7 @@ Packet: ``FF FF FD 00 | ID | LEN_L LEN_H | INST | params | CRC_L CRC_H`` with
 applies to INST..params; the CRC-16 (polynomial 0x8005) covers header..last stuffed byte.
 A status packet is the same with ``INST = 0x55`` followed by the error byte.
 
-Tick convention of this robot (FACTS section 5, sign inverted relative to the usual DXL one):
+Tick convention of this robot (sign inverted relative to the usual DXL one):
 ``tick = round(2048 - motor_deg * 4096 / 360)`` with ``motor_deg`` clamped to +-180.
 """
 

@@ -1,7 +1,7 @@
 """Maxon EPOS4 over CANopen: the upstream PDO layout, scalings, CiA 402 helpers, CST law.
 
 Everything generic (NMT, SYNC, SDO) lives in :mod:`.cia301` and is re-exported here, so
-``epos4.encode_sdo_download`` and friends work. Choices (FACTS section 4):
+``epos4.encode_sdo_download`` and friends work. Choices:
 
 * NMT frames are the standard 2-byte frames; upstream pads them to DLC 8 (``pad_to_dlc8=True``).
 * SDO downloads are expedited and size-indicated (0x2F/0x2B/0x27/0x23) by default; the upstream

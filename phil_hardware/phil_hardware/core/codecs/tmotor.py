@@ -1,6 +1,6 @@
 """TMotor (CubeMars) AK servo-mode CAN codec and the upstream velocity-mode control law.
 
-Wire format (FACTS section 2): extended 29-bit id ``node_id | packet << 8``; every multi-byte
+Wire format (upstream's): extended 29-bit id ``node_id | packet << 8``; every multi-byte
 payload is big-endian signed. Encoders round to nearest (ties away from zero) and **saturate** a
 value that does not fit its integer field to the field's limit instead of letting it wrap, so a
 huge command can never turn into a huge command of the opposite sign. NaN/inf raise
