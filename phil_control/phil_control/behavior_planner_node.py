@@ -3,7 +3,8 @@
 Actions (phil_msgs): /phil/play, /phil/hit, /phil/look, /phil/gesture, /phil/move, /phil/pose.
 Services: /phil/start, /phil/ready, /phil/quit, /phil/pause, /phil/resume, /phil/stop,
 /phil/estop, /phil/reset (Trigger), /phil/speed (SetSpeed), /phil/command (Command: one line of
-the brain's protocol, decided exactly as the TCP bridge's lines are).
+the brain's protocol for ROS users, parsed by the protocol core), /behavior_planner/decide
+(Decide: one typed command; the TCP bridge sends the lines it parsed as these).
 Publishes /phil/status (RobotStatus, transient local) on every change and at ``status_rate_hz``;
 publishes /phil/shutdown (phil_msgs/GraphShutdown, signed) when QUIT has finished, which ends
 every node.
@@ -40,6 +41,7 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 
+from phil_control.command_conversions import command_from_msg, goal_command
 from phil_control.core.behavior import BehaviorConfig, ResumePoint, RobotState, StateMachine
 from phil_control.core.behavior.actions import HaltMotion
 from phil_control.core.behavior.state_machine import NEVER_WAIT
@@ -56,17 +58,16 @@ from phil_control.planner_links import (
     MAX_QUEUED_MOTIONS,
     MOTION_PATH,
     Completion,
-    GoalOptions,
     GraphLinks,
 )
 from phil_control.ros_conversions import measured_positions
-from phil_control.tcp.handler import HandlerReply, MachineCommandHandler
+from phil_control.tcp.handler import HandlerReply, snapshot_status_line
 from phil_description.core import default_robot_model
 from phil_description.core.graph_key import GraphKey
 from phil_description.core.liveness import NodeDown
 from phil_msgs.action import Gesture, Hit, Look, Move, Play, Pose
 from phil_msgs.msg import Fault, HardwareStatus, MotorStates, RobotStatus
-from phil_msgs.srv import Command, SetSpeed, Trigger
+from phil_msgs.srv import Command, Decide, SetSpeed, Trigger
 from phil_ros.executors import waiting_executor
 from phil_ros.graph_shutdown import GRAPH_SHUTDOWN_DELIVERY_TIMEOUT_S, GraphShutdownSender
 from phil_ros.heartbeats import DEFAULT_LIVENESS_TIMEOUT_S, Liveness
@@ -111,10 +112,6 @@ class BehaviorPlanner(Node):
         )
         self._lock = threading.RLock()
         self._turns = CommandTurns(time.monotonic)  # commands waiting for a transition
-        self._goal_context: tuple[Completion | None, GoalOptions] = (None, GoalOptions())
-        self._handler = MachineCommandHandler(
-            self._machine, execute=self._execute, commanded_rad=self._last_target, lock=self._lock
-        )
         self._commanded = [float(v) for v in self._model.poses['init']]
         self._ready_pose = [float(v) for v in self._model.poses['ready']]
         self._measured = [math.nan] * len(self._names)
@@ -159,6 +156,7 @@ class BehaviorPlanner(Node):
             )
         self.create_service(SetSpeed, '/phil/speed', self._on_speed, callback_group=group)
         self.create_service(Command, '/phil/command', self._on_command, callback_group=group)
+        self.create_service(Decide, '~/decide', self._on_decide, callback_group=group)
         for action_type, name in (
             (Play, 'play'),
             (Hit, 'hit'),
@@ -194,9 +192,7 @@ class BehaviorPlanner(Node):
         self._links.meet_graph()
 
     # ------------------------------------------------------------------ commands
-    async def _decide_in_turn(
-        self, command, completion: Completion | None = None, options: GoalOptions | None = None
-    ):
+    async def _decide_in_turn(self, command, completion: Completion | None = None):
         """Decide ``command`` now, or, while a transition is being carried out (START before
         its first trajectory, a PAUSE or stop before the play ends; ``StateMachine.waits``) or
         other commands wait, once its turn comes (``CommandTurns``)."""
@@ -208,12 +204,12 @@ class BehaviorPlanner(Node):
                 woken = waking_future(self)
                 turn = self._turns.join(command, partial(complete, woken))
         if not must_wait:
-            return self._decide(command, completion, options)
+            return self._decide(command, completion)
         self._release_turns()
         late = await woken
         try:
             if not late:
-                return self._decide(command, completion, options)
+                return self._decide(command, completion)
             refusal = f'{type(command).__name__} rejected: {late}'
             self.get_logger().warning(refusal)
             if completion is not None:
@@ -228,22 +224,18 @@ class BehaviorPlanner(Node):
         with self._lock:
             self._turns.release(self._machine.waits)
 
-    def _decide(
-        self, command, completion: Completion | None = None, options: GoalOptions | None = None
-    ):
-        """Run one valid command through the machine; its actions go to the worker."""
+    def _decide(self, command, completion: Completion | None = None) -> HandlerReply:
+        """Run one valid command through the machine; the links carry out its actions, in
+        decision order (``completion`` follows its motion or play)."""
         with self._lock:
-            refusal = self._motion_refusal(command)
-            if refusal:
-                reply = HandlerReply(False, refusal)
-                if completion is not None:
-                    completion.finish(False, refusal)
-            else:
-                self._goal_context = (completion, options or GoalOptions())
-                try:
-                    reply = self._handler.handle(command, client_id=0)
-                finally:
-                    self._goal_context = (None, GoalOptions())
+            reply = HandlerReply(False, self._motion_refusal(command))
+            if not reply.reason:
+                decision = self._machine.decide(command)
+                reply = HandlerReply(decision.accepted, decision.reason)
+                if decision.accepted:
+                    self._links.submit(decision.actions, completion)
+            if not reply.accepted and completion is not None:
+                completion.finish(False, reply.reason)
             state = self._machine.state.value
         name = type(command).__name__
         self._release_turns()
@@ -279,27 +271,37 @@ class BehaviorPlanner(Node):
             )
         return ''
 
-    def _execute(self, decision) -> None:
-        """MachineCommandHandler's callback (lock held): queue the accepted actions."""
-        completion, options = self._goal_context
-        if decision.accepted:
-            self._links.submit(decision.actions, completion, options)
-        elif completion is not None:
-            completion.finish(False, decision.reason)
-
     async def _on_command(self, request, response):
         parsed = parse_line(request.line, self._vocabulary)
-        if isinstance(parsed, ParseError):
-            response.accepted, response.reason = False, parsed.reason
-        elif isinstance(parsed, cmd.GetStatus):
-            response.accepted, response.reason = True, self._handler.status_line()
-        elif isinstance(parsed, cmd.Protocol):
-            response.accepted = True
+        if isinstance(parsed, cmd.Protocol):  # a connection's setting: nothing to decide
+            response.accepted, response.state = True, self._machine.state.value
+            return response
+        return await self._answer(parsed, response)
+
+    async def _on_decide(self, request, response):
+        try:
+            command = command_from_msg(request.command)
+        except ValueError as error:
+            return await self._answer(ParseError('', str(error)), response)
+        return await self._answer(validate_command(command, self._vocabulary) or command, response)
+
+    async def _answer(self, command, response):
+        """Fill a Command or Decide response: a refused input, GET_STATUS's line, or the
+        decision on a valid command."""
+        if isinstance(command, ParseError):
+            response.accepted, response.reason = False, command.reason
+        elif isinstance(command, cmd.GetStatus):
+            response.accepted, response.reason = True, self._status_line()
         else:
-            reply = await self._decide_in_turn(parsed)
+            reply = await self._decide_in_turn(command)
             response.accepted, response.reason = reply.accepted, reply.reason
         response.state = self._machine.state.value
         return response
+
+    def _status_line(self) -> str:
+        with self._lock:
+            snapshot = self._machine.snapshot()
+        return snapshot_status_line(snapshot, self._last_target)
 
     async def _on_trigger(self, command_type, request, response):
         reply = await self._decide_in_turn(command_type())
@@ -308,53 +310,21 @@ class BehaviorPlanner(Node):
         return response
 
     async def _on_speed(self, request, response):
-        line = f'PLAY_CTRL|speed|{request.speed!r}'
-        parsed = parse_line(line, self._vocabulary)
-        if not isinstance(parsed, cmd.PlayCtrlSpeed):
-            response.accepted, response.reason = False, parsed.reason
+        command = cmd.PlayCtrlSpeed.asked(request.speed)
+        problem = validate_command(command, self._vocabulary)
+        if problem is not None:
+            response.accepted, response.reason = False, problem.reason
         else:
-            reply = await self._decide_in_turn(parsed)
+            reply = await self._decide_in_turn(command)
             response.accepted, response.reason = reply.accepted, reply.reason
         response.speed = self._machine.speed
         return response
 
-    def _goal_command(self, name: str, goal):
-        """(command, options) for a goal of /phil/<name>, or a reason string."""
-        if name == 'play':
-            if goal.resume:
-                return cmd.Resume(), GoalOptions()
-            return cmd.Play(goal.score), GoalOptions(
-                speed=goal.speed or 1.0, start_bar=goal.start_bar, improv=goal.improv
-            )
-        if name == 'hit':
-            velocity = goal.velocity or 5
-            if not 1 <= velocity <= 7 or goal.hand not in ('', 'right', 'left'):
-                return (
-                    f'velocity must be 1..7 (got {goal.velocity}) and hand right, left or '
-                    f'empty (got {goal.hand!r})'
-                )
-            return cmd.Hit(goal.instrument), GoalOptions(velocity=velocity, hand=goal.hand)
-        if name == 'look':
-            return cmd.Look(goal.pan_rad, goal.tilt_rad), GoalOptions()
-        if name == 'gesture':
-            return cmd.Gesture(goal.gesture), GoalOptions()
-        if name == 'pose':
-            return cmd.Pose(goal.pose), GoalOptions()
-        if len(goal.joint_names) != len(goal.positions_rad):
-            return f'{len(goal.joint_names)} joint names but {len(goal.positions_rad)} positions'
-        return (
-            cmd.Move(
-                tuple(zip(goal.joint_names, goal.positions_rad, strict=True)),
-                goal.duration_s or None,
-            ),
-            GoalOptions(profile=goal.profile),
-        )
-
     async def _execute_goal(self, name: str, action_type, goal_handle):
-        made = self._goal_command(name, goal_handle.request)
-        if isinstance(made, str):
-            return self._finish(goal_handle, action_type, False, made)
-        command, options = made
+        try:
+            command = goal_command(name, goal_handle.request)
+        except ValueError as error:
+            return self._finish(goal_handle, action_type, False, str(error))
         problem = validate_command(command, self._vocabulary)
         if problem is not None:
             return self._finish(goal_handle, action_type, False, problem.reason)
@@ -366,7 +336,7 @@ class BehaviorPlanner(Node):
         key = bytes(goal_handle.goal_id.uuid)
         self._goal_wakers[key] = waker
         try:
-            reply = await self._decide_in_turn(command, completion, options)
+            reply = await self._decide_in_turn(command, completion)
             if not reply.accepted:
                 return self._finish(goal_handle, action_type, False, reply.reason)
             await waker

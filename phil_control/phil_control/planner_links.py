@@ -87,6 +87,20 @@ class MeetGraph:
     meet_graph`)."""
 
 
+def play_goal(action: act.StartPlay | act.ResumePlay) -> Play.Goal:
+    """The score player's goal for a play step."""
+    if isinstance(action, act.ResumePlay):
+        return Play.Goal(
+            score=action.play_id, speed=action.speed, start_bar=action.bar, resume=True
+        )
+    return Play.Goal(
+        score=action.play_id,
+        speed=action.speed,
+        start_bar=action.start_bar,
+        improv=action.improv,
+    )
+
+
 def serving_node(name: str) -> str:
     """The node that serves an action or service name ('/score_player/stop' -> '/score_player')."""
     return '/' + name.strip('/').split('/')[0]
@@ -109,19 +123,6 @@ class Completion:
         self.done.set()
         if self.on_finish is not None:
             self.on_finish()
-
-
-@dataclass(frozen=True)
-class GoalOptions:
-    """What a ROS goal adds to its protocol command (HIT has only the instrument, PLAY only
-    the id, MOVE no profile)."""
-
-    velocity: int = 5
-    hand: str = ''
-    speed: float = 1.0
-    start_bar: int = 0
-    improv: bool = False
-    profile: str = ''
 
 
 @dataclass(frozen=True)
@@ -168,12 +169,13 @@ class GraphLinks:
         self._estop_word = estop_word_name(node.context.get_domain_id(), HARDWARE_NODE)
         group = ReentrantCallbackGroup()
         self._hardware = HardwareLifecycle(node, group, key)
+        self._action_names: dict[ActionClient, str] = {}
         self._motion = {
-            kind: ActionClient(node, kind, f'/trajectory_generator/{name}', callback_group=group)
+            kind: self._action_client(kind, f'/trajectory_generator/{name}', group)
             for kind, name in ((Look, 'look'), (Gesture, 'gesture'), (Move, 'move'))
         }
-        self._play = ActionClient(node, Play, '/score_player/play', callback_group=group)
-        self._hit = ActionClient(node, Hit, '/score_player/hit', callback_group=group)
+        self._play = self._action_client(Play, '/score_player/play', group)
+        self._hit = self._action_client(Hit, '/score_player/hit', group)
         self._triggers = {
             name: node.create_client(Trigger, name, callback_group=group)
             for name in (
@@ -204,13 +206,13 @@ class GraphLinks:
         self._worker = threading.Thread(target=self._work, name='planner-actions', daemon=True)
         self._worker.start()
 
+    def _action_client(self, kind: type, name: str, group) -> ActionClient:
+        client = ActionClient(self._node, kind, name, callback_group=group)
+        self._action_names[client] = name
+        return client
+
     # ------------------------------------------------------------------ queueing
-    def submit(
-        self,
-        actions: tuple,
-        completion: Completion | None = None,
-        options: GoalOptions | None = None,
-    ) -> None:
+    def submit(self, actions: tuple, completion: Completion | None = None) -> None:
         """Queue a decision's actions; ``completion`` tracks its (first) motion or play. An
         ESTOP or a RESET among them is carried out at once, before anything queued; with a
         Shutdown, the motions queued before it never start."""
@@ -225,15 +227,10 @@ class GraphLinks:
             if completion is not None:
                 completion.finish(True, '')
             return
-        options = options or GoalOptions()
         with self._order_lock:
-            sent = (
-                self._send_at_once(actions[0], completion, options)
-                if self._items_pending == 0
-                else None
-            )
+            sent = self._send_at_once(actions[0], completion) if self._items_pending == 0 else None
             self._items_pending += 1
-            self._queue.put((actions, completion, options, sent, self._drops))
+            self._queue.put((actions, completion, sent, self._drops))
 
     def meet_graph(self) -> None:
         """Before the first command, on the worker: exchange one request with every server the
@@ -310,12 +307,10 @@ class GraphLinks:
         for sent in ended:
             self._end(sent, None, False, reason)
 
-    def _send_at_once(
-        self, action, completion: Completion | None, options: GoalOptions
-    ) -> SentGoal | None:
+    def _send_at_once(self, action, completion: Completion | None) -> SentGoal | None:
         """Send a motion goal from the caller's thread (None: the worker must run the step)."""
         try:
-            motion = self._motion_goal(action, options)
+            motion = self._motion_goal(action)
             if motion is None:
                 return None
             kind, goal = motion
@@ -341,7 +336,6 @@ class GraphLinks:
         self,
         actions: tuple,
         completion: Completion | None,
-        options: GoalOptions,
         sent: SentGoal | None,
         drops: int,
     ) -> None:
@@ -355,7 +349,7 @@ class GraphLinks:
                     self._node.get_logger().warning(f'{type(action).__name__} {reason}')
                     self._drop(action, completion, reason)
                 else:
-                    self._run(action, completion, options, drops)
+                    self._run(action, completion, drops)
             except Exception as error:  # one failed step must not kill the worker
                 reason = f'{type(action).__name__} failed: {error}'
                 self._node.get_logger().error(reason)
@@ -365,9 +359,7 @@ class GraphLinks:
                 return
 
     # ------------------------------------------------------------------ steps
-    def _run(
-        self, action, completion: Completion | None, options: GoalOptions, drops: int
-    ) -> None:
+    def _run(self, action, completion: Completion | None, drops: int) -> None:
         if isinstance(action, MeetGraph):
             try:
                 self._meet()
@@ -381,34 +373,25 @@ class GraphLinks:
                 self._meet()
             self._hardware.activate()
             self._events['start_completed']()
-        elif (motion := self._motion_goal(action, options)) is not None:
+        elif (motion := self._motion_goal(action)) is not None:
             kind, goal = motion
             self._send_goal(self._motion[kind], goal, completion, play=False)
         elif isinstance(action, act.StrikeInstrument):
-            if self._defer_until_motions_end(action, completion, options, drops):
+            if self._defer_until_motions_end(action, completion, drops):
                 return
             goal = Hit.Goal(
-                instrument=action.instrument, velocity=options.velocity, hand=options.hand
+                instrument=action.instrument, velocity=action.velocity, hand=action.hand
             )
             self._send_goal(self._hit, goal, completion, play=False)
-        elif isinstance(action, act.StartPlay | act.ResumePlay):
-            if self._defer_until_motions_end(action, completion, options, drops):
+        elif isinstance(action, PLAYS):
+            if self._defer_until_motions_end(action, completion, drops):
                 return
-            goal = Play.Goal(
-                score=action.play_id,
-                speed=options.speed,
-                start_bar=options.start_bar,
-                improv=options.improv,
-            )
-            if isinstance(action, act.ResumePlay):
-                goal.start_bar, goal.resume = action.bar, True
-            self._send_goal(self._play, goal, completion, play=True)
+            self._send_goal(self._play, play_goal(action), completion, play=True)
         elif isinstance(action, SendHeld):
             with self._count_lock:
                 held, self._after_motions = self._after_motions, None
             if held is not None:  # not dropped or paused meanwhile
-                held_action, held_completion, held_options, held_drops = held
-                self._run(held_action, held_completion, held_options, held_drops)
+                self._run(*held)
         elif isinstance(action, act.PausePlay):
             if not self._pause_held_play():
                 self._trigger('/score_player/pause')
@@ -432,7 +415,7 @@ class GraphLinks:
         else:
             raise TypeError(f'unknown action {action!r}')
 
-    def _motion_goal(self, action, options: GoalOptions) -> tuple[type, Any] | None:
+    def _motion_goal(self, action) -> tuple[type, Any] | None:
         """(action type, goal) of a motion step; None for every other step."""
         if isinstance(action, act.MoveToPose):
             pose = self._poses[action.pose]
@@ -454,18 +437,18 @@ class GraphLinks:
                 joint_names=list(names),
                 positions_rad=list(positions),
                 duration_s=action.duration_s,
-                profile=options.profile or action.profile.value,
+                profile=action.profile.value,
             )
         return None
 
-    def _defer_until_motions_end(self, action, completion, options, drops: int) -> bool:
+    def _defer_until_motions_end(self, action, completion, drops: int) -> bool:
         """Hold a play or HIT back while motion goals run (True = held): the score player
         plans from the pose the motions end in, not from one they are about to leave. The
         worker stays free meanwhile (ESTOP must never wait behind a motion)."""
         with self._count_lock:
             if self._motions_in_flight == 0:
                 return False
-            self._after_motions = (action, completion, options, drops)
+            self._after_motions = (action, completion, drops)
             return True
 
     def _held_play(self) -> tuple | None:
@@ -482,8 +465,8 @@ class GraphLinks:
             if held is None:
                 return False
             self._after_motions = None
-        action, completion, options, _drops = held
-        bar = action.bar if isinstance(action, act.ResumePlay) else max(options.start_bar, 1)
+        action, completion, _drops = held
+        bar = action.bar if isinstance(action, act.ResumePlay) else max(action.start_bar, 1)
         reason = 'paused before it started'
         result = Play.Result(success=False, reason=reason, resume_valid=True, resume_bar=bar)
         if completion is not None and not completion.done.is_set():
@@ -497,8 +480,8 @@ class GraphLinks:
             held = self._held_play()
             if held is None:
                 return False
-            action, completion, options, drops = held
-            self._after_motions = (action, completion, replace(options, speed=speed), drops)
+            action, completion, drops = held
+            self._after_motions = (replace(action, speed=speed), completion, drops)
         return True
 
     def drop_deferred(self, reason: str = 'dropped before it started') -> None:
@@ -508,7 +491,7 @@ class GraphLinks:
             deferred, self._after_motions = self._after_motions, None
         if deferred is None:
             return
-        action, completion, _options, _drops = deferred
+        action, completion, _drops = deferred
         self._drop(action, completion, reason)
 
     def _drop(self, action, completion: Completion | None, reason: str) -> None:
@@ -549,23 +532,25 @@ class GraphLinks:
             (self._hit, Hit.Goal(instrument='(discovery probe)')),
         )
         for client, goal in probes:
-            retry(lambda c=client, g=goal: self._probe(c, g), client._action_name)
+            retry(lambda c=client, g=goal: self._probe(c, g), self._action_names[client])
         self._hardware.meet()
         self._met = True
 
     def _probe(self, client: ActionClient, goal) -> None:
+        name = self._action_names[client]
         if not client.wait_for_server(timeout_sec=RETRY_ATTEMPT_S):
-            raise TimeoutError(f'action {client._action_name} is not available')
-        handle = wait_for(client.send_goal_async(goal), client._action_name, RETRY_ATTEMPT_S)
+            raise TimeoutError(f'action {name} is not available')
+        handle = wait_for(client.send_goal_async(goal), name, RETRY_ATTEMPT_S)
         if handle.accepted:
-            wait_for(handle.get_result_async(), client._action_name, RETRY_ATTEMPT_S)
+            wait_for(handle.get_result_async(), name, RETRY_ATTEMPT_S)
 
     def _send_goal(
         self, client: ActionClient, goal, completion: Completion | None, play: bool
     ) -> None:
-        self._require(serving_node(client._action_name))
+        name = self._action_names[client]
+        self._require(serving_node(name))
         if not client.wait_for_server(timeout_sec=STEP_TIMEOUT_S):
-            raise RuntimeError(f'action {client._action_name} is not available')
+            raise RuntimeError(f'action {name} is not available')
         self._await_accepted(self._dispatch(client, goal, completion, play))
 
     def _dispatch(
@@ -583,7 +568,8 @@ class GraphLinks:
         future = client.send_goal_async(
             goal, feedback_callback=on_feedback, goal_uuid=signed_goal_id(self._key)
         )
-        sent = SentGoal(client._action_name, future, getattr(goal, 'score', ''), play, completion)
+        name = self._action_names[client]
+        sent = SentGoal(name, future, getattr(goal, 'score', ''), play, completion)
         with self._count_lock:  # before the goal's result can arrive (_await_accepted)
             self._motions_in_flight += 0 if play else 1
             self._running[id(sent)] = sent
@@ -640,6 +626,6 @@ class GraphLinks:
             # yet to pause).
             with self._order_lock:
                 self._items_pending += 1
-                self._queue.put(((SendHeld(),), None, GoalOptions(), None, self._drops))
+                self._queue.put(((SendHeld(),), None, None, self._drops))
         if idle:
             self._events['motion_finished']()

@@ -1,8 +1,9 @@
 """tcp_bridge: the brain's TCP protocol (port 1951) in front of the behavior planner.
 
-Each valid line goes to /phil/command (phil_msgs/Command), where the behavior planner decides it
-exactly as the state machine would for any route; the reply (accepted, reason) is what
-acknowledged mode reports. GET_STATUS is answered at once from the latest /phil/status.
+The bridge is where the text protocol is parsed: each valid line goes, typed, to
+/behavior_planner/decide (phil_msgs/Decide), where the planner decides it exactly as for any
+route; the reply (accepted, reason) is what acknowledged mode reports. GET_STATUS is answered
+at once from the latest /phil/status.
 Parameters: ``address`` (127.0.0.1), ``port`` (1951), ``max_line_bytes`` (4096),
 ``max_clients`` (16), ``reply_timeout_s`` (2.0), ``idle_timeout_s`` (3600, 0 = never),
 ``max_lines_per_s`` (100 per client), ``max_commands_per_s`` (20, all clients; 0 = no limit),
@@ -34,8 +35,9 @@ from pathlib import Path
 
 from rclpy.node import Node
 
+from phil_control.command_conversions import command_to_msg
 from phil_control.core.behavior.turns import COMMAND_WAIT_S
-from phil_control.core.protocol import ProtocolVocabulary, format_command, format_status
+from phil_control.core.protocol import ProtocolVocabulary, format_status
 from phil_control.core.protocol import commands as cmd
 from phil_control.planner_links import HARDWARE_NODE
 from phil_control.tcp.command_log import CommandCsvLog
@@ -46,7 +48,7 @@ from phil_description.core.estop_word import estop_word_name, trigger_estop
 from phil_description.core.exit_status import CONFIG_ERROR_EXIT
 from phil_description.core.graph_key import GraphKey
 from phil_msgs.msg import HardwareStatus, RobotStatus
-from phil_msgs.srv import Command
+from phil_msgs.srv import Decide
 from phil_ros.graph_shutdown import GraphShutdownSender
 from phil_ros.heartbeats import DEFAULT_LIVENESS_TIMEOUT_S, Liveness
 from phil_ros.node_runner import run_node
@@ -69,7 +71,7 @@ class PlannerHandler:
         key: GraphKey,
         on_planner_down: Callable[[], None] = lambda: None,
     ) -> None:
-        self._client = node.create_client(Command, '/phil/command')
+        self._client = node.create_client(Decide, f'{PLANNER_NODE}/decide')
         self._timeout_s = timeout_s
         self._status: RobotStatus | None = None
         self._hardware: HardwareStatus | None = None
@@ -108,7 +110,7 @@ class PlannerHandler:
         if isinstance(command, cmd.Estop) and not self._estop_problem:
             # Latched already (estop_now); the planner follows the hardware's status.
             if self._client.service_is_ready():
-                self._client.call_async(Command.Request(line='ESTOP'))
+                self._client.call_async(Decide.Request(command=command_to_msg(command)))
             return HandlerReply(
                 True,
                 'the hardware latched; behavior_planner is not answering' if planner_down else '',
@@ -135,7 +137,7 @@ class PlannerHandler:
                 done.set()
             self._waiting.add(done)
         try:
-            future = self._client.call_async(Command.Request(line=format_command(command)))
+            future = self._client.call_async(Decide.Request(command=command_to_msg(command)))
             future.add_done_callback(lambda _: done.set())
             answered = done.wait(self._timeout_s + COMMAND_WAIT_S) and future.done()
         finally:
@@ -156,7 +158,7 @@ class PlannerHandler:
 
     def ask_planner(self):
         """One GET_STATUS to the planner (the future), to find out that its answers reach us."""
-        return self._client.call_async(Command.Request(line='GET_STATUS'))
+        return self._client.call_async(Decide.Request(command=command_to_msg(cmd.GetStatus())))
 
     def graph_ending(self) -> None:
         """The graph shuts down: answer the calls still waiting for the planner now."""

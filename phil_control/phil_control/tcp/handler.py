@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from phil_control.core.behavior.state_machine import StateMachine
-from phil_control.core.behavior.states import Decision, RobotState
+from phil_control.core.behavior.states import Decision, MachineSnapshot, RobotState
 from phil_control.core.protocol.commands import Command
 from phil_control.core.protocol.status import format_status
 
@@ -108,13 +108,21 @@ class MachineCommandHandler:
         """Format GET_STATUS from the machine's snapshot and the commanded targets."""
         with self.lock:
             snapshot = self._machine.snapshot()
-        listed = snapshot.started or snapshot.state is not RobotState.STANDBY
-        angles = self._commanded_rad() if listed and self._commanded_rad else None
-        point = snapshot.resume_point
-        return format_status(
-            snapshot.state.value,
-            angles,
-            snapshot.speed,
-            None if point is None else point.play_id,
-            0 if point is None else point.bar,
-        )
+        return snapshot_status_line(snapshot, self._commanded_rad)
+
+
+def snapshot_status_line(
+    snapshot: MachineSnapshot, commanded_rad: Callable[[], Sequence[float] | None] | None
+) -> str:
+    """GET_STATUS of a machine snapshot; the commanded targets are listed once the robot has
+    started (``commanded_rad`` returns them, rad in joint order, or None while unknown)."""
+    listed = snapshot.started or snapshot.state is not RobotState.STANDBY
+    angles = commanded_rad() if listed and commanded_rad else None
+    point = snapshot.resume_point
+    return format_status(
+        snapshot.state.value,
+        angles,
+        snapshot.speed,
+        None if point is None else point.play_id,
+        0 if point is None else point.bar,
+    )

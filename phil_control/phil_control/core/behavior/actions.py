@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Union
 
 from phil_control.core.profiles import Profile
+from phil_control.core.protocol.commands import DEFAULT_HIT_VELOCITY
 
 
 @dataclass(frozen=True)
@@ -54,24 +55,31 @@ class MoveJoints:
 
 @dataclass(frozen=True)
 class StrikeInstrument:
-    """Strike one instrument once (a HIT)."""
+    """Strike one instrument once (a HIT) with a velocity 1..7 and a hand ('' = the rule)."""
 
     instrument: str
+    velocity: int = DEFAULT_HIT_VELOCITY
+    hand: str = ''
 
 
 @dataclass(frozen=True)
 class StartPlay:
-    """Play a play-list entry from its start (with its audio), at speed 1.0."""
+    """Play a play-list entry from ``start_bar`` (0 = its start, with its audio) at ``speed``;
+    ``improv``: its genre folder back to back until stopped."""
 
     play_id: str
+    speed: float = 1.0
+    start_bar: int = 0
+    improv: bool = False
 
 
 @dataclass(frozen=True)
 class ResumePlay:
-    """Play a play-list entry from a bar, without audio, at speed 1.0."""
+    """Play a play-list entry from a bar, without audio, at ``speed``."""
 
     play_id: str
     bar: int
+    speed: float = 1.0
 
 
 @dataclass(frozen=True)

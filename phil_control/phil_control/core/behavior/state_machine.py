@@ -4,14 +4,14 @@ Pure and ROS-free: `decide(command)` and the event inputs change the state and r
 `Decision` whose `actions` the caller carries out in order. Not thread-safe: call it from one
 thread or under one lock.
 
-Gating (upstream Gen-2, FACTS section 8):
+Gating (upstream Gen-2):
 
 * Until the first trajectory exists (`start_completed`, upstream `send_active`) only START and
   QUIT are accepted; QUIT then goes straight to SHUTTINGDOWN.
 * START: STANDBY -> INIT, torque on, move to the start pose. READY: INIT -> IDLE.
-* LOOK, GESTURE, MOVE, POSE, HIT, PLAY, RESUME only in IDLE. PLAY and RESUME enter PLAYING and
-  reset the speed to 1.0; PLAY drops the resume point, RESUME uses it up (a new PAUSE saves a
-  new one). RESUME without a resume point is rejected.
+* LOOK, GESTURE, MOVE, POSE, HIT, PLAY, RESUME only in IDLE. PLAY and RESUME enter PLAYING at
+  the play's speed (1.0 unless a Play goal asks for another); PLAY drops the resume point,
+  RESUME uses it up (a new PAUSE saves a new one). RESUME without a resume point is rejected.
 * PAUSE and PLAY_CTRL only in PLAYING. PAUSE asks the player to save a resume point and stop
   (`play_paused` -> IDLE); PLAY_CTRL stop drops the resume point (`play_finished` -> IDLE); a
   normal end (`play_finished`) keeps whatever point there is.
@@ -64,6 +64,7 @@ from phil_control.core.behavior.states import (
     RobotState,
 )
 from phil_control.core.play.timeline import ResumePoint
+from phil_control.core.profiles import Profile
 from phil_control.core.protocol.commands import (
     MOTION_COMMANDS,
     Command,
@@ -302,9 +303,8 @@ class StateMachine:
             return self._accept(actions=(PerformGesture(command.name),))
         if isinstance(command, Move):
             duration = config.move_duration_s if command.duration_s is None else command.duration_s
-            return self._accept(
-                actions=(MoveJoints(command.targets, duration, config.move_profile),)
-            )
+            profile = Profile(command.profile) if command.profile else config.move_profile
+            return self._accept(actions=(MoveJoints(command.targets, duration, profile),))
         if isinstance(command, Pose):
             action = MoveToPose(command.name, config.pose_duration_s, config.pose_profile)
             if command.name == config.shutdown_pose:
@@ -312,10 +312,14 @@ class StateMachine:
                 return self._accept(RobotState.SHUTTINGDOWN, actions=(action,))
             return self._accept(actions=(action,))
         if isinstance(command, Hit):
-            return self._accept(actions=(StrikeInstrument(command.instrument),))
+            return self._accept(
+                actions=(StrikeInstrument(command.instrument, command.velocity, command.hand),)
+            )
         if isinstance(command, Play):
             self._resume = None
-            return self._start_play(StartPlay(command.play_id))
+            return self._start_play(
+                StartPlay(command.play_id, command.speed, command.start_bar, command.improv)
+            )
         if isinstance(command, Resume):
             if self._resume is None:
                 return self._reject(
@@ -325,8 +329,8 @@ class StateMachine:
             return self._start_play(ResumePlay(point.play_id, point.bar))
         return self._reject(op, f'robot is {self._state.value}; {op} is not handled')
 
-    def _start_play(self, action: Action) -> Decision:
-        self._speed = 1.0
+    def _start_play(self, action: StartPlay | ResumePlay) -> Decision:
+        self._speed = action.speed
         self._ending = None
         return self._accept(RobotState.PLAYING, actions=(action,))
 

@@ -12,6 +12,8 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar, Union
 
+from phil_control.core.score.windows import MAX_SPEED, MIN_SPEED
+
 #: `PROTOCOL|<version>`: 1 = upstream (silent on commands), 2 = acknowledged (OK/ERR per line).
 SILENT_PROTOCOL_VERSION = 1
 ACK_PROTOCOL_VERSION = 2
@@ -22,6 +24,11 @@ GESTURE_NAMES = ('nod', 'shake', 'wave', 'hi', 'hurray', 'happy')
 
 #: The short alias of QUIT.
 QUIT_ALIAS = 'Q'
+#: HIT velocities (upstream's 1..7) and the one a plain `HIT|<instrument>` strikes with.
+HIT_VELOCITIES = range(1, 8)
+DEFAULT_HIT_VELOCITY = 5
+#: HIT hands; '' = upstream's hand rule.
+HIT_HANDS = ('', 'right', 'left')
 
 
 class Opcode(enum.Enum):
@@ -90,10 +97,13 @@ class Move:
     Attributes:
         targets: (joint name, angle rad) pairs, each joint at most once, in wire order.
         duration_s: Motion time; None = the default (3.0 s upstream).
+        profile: Velocity profile name (`phil_control.core.profiles.Profile`); '' = the
+            default. Not on the wire: a ROS goal sets it.
     """
 
     targets: tuple[tuple[str, float], ...]
     duration_s: float | None = None
+    profile: str = ''
     opcode: ClassVar[Opcode] = Opcode.MOVE
 
 
@@ -107,17 +117,37 @@ class Pose:
 
 @dataclass(frozen=True)
 class Hit:
-    """Strike one instrument once (an exact HIT name such as `closed hihat`)."""
+    """Strike one instrument once (an exact HIT name such as `closed hihat`).
+
+    Attributes:
+        instrument: The HIT name.
+        velocity: Strike velocity 1..7 (upstream's default 5).
+        hand: 'right', 'left', or '' for upstream's hand rule. Velocity and hand are not on
+            the wire: a ROS goal sets them.
+    """
 
     instrument: str
+    velocity: int = DEFAULT_HIT_VELOCITY
+    hand: str = ''
     opcode: ClassVar[Opcode] = Opcode.HIT
 
 
 @dataclass(frozen=True)
 class Play:
-    """Play the score of a play-list id."""
+    """Play the score of a play-list id.
+
+    Attributes:
+        play_id: The play-list id.
+        speed: Initial speed factor (the playback speed range). Not on the wire, nor the
+            rest: a ROS goal sets them.
+        start_bar: 0 = from the beginning, else the first bar played.
+        improv: Play the score's genre folder back to back until stopped.
+    """
 
     play_id: str
+    speed: float = 1.0
+    start_bar: int = 0
+    improv: bool = False
     opcode: ClassVar[Opcode] = Opcode.PLAY
 
 
@@ -141,6 +171,15 @@ class PlayCtrlSpeed:
     speed: float
     requested: float | None = None
     opcode: ClassVar[Opcode] = Opcode.PLAY_CTRL
+
+    @classmethod
+    def asked(cls, requested: float) -> PlayCtrlSpeed:
+        """The command for a requested factor, clamped to the playback speed range (a factor
+        that is not a finite number stays as it is, for `validate_command` to refuse)."""
+        speed = (
+            min(max(requested, MIN_SPEED), MAX_SPEED) if math.isfinite(requested) else requested
+        )
+        return cls(speed, requested if speed != requested else None)
 
     @property
     def was_clamped(self) -> bool:

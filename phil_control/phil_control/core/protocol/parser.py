@@ -20,7 +20,10 @@ import math
 import re
 from dataclasses import dataclass
 
+from phil_control.core.profiles import Profile
 from phil_control.core.protocol.commands import (
+    HIT_HANDS,
+    HIT_VELOCITIES,
     QUIT_ALIAS,
     SUPPORTED_PROTOCOL_VERSIONS,
     Command,
@@ -47,6 +50,8 @@ from phil_control.core.protocol.vocabulary import ProtocolVocabulary
 from phil_control.core.score.limits import quote
 from phil_control.core.score.playlist import is_path_like
 from phil_control.core.score.windows import MAX_SPEED, MIN_SPEED
+
+PROFILE_NAMES = tuple(profile.value for profile in Profile)
 
 #: Characters trimmed from the line and from every field, as upstream.
 FIELD_WHITESPACE = ' \t\r\n'
@@ -184,6 +189,11 @@ def _check(command: Command, vocabulary: ProtocolVocabulary) -> None:
                 raise _argument(2 * pair + 1, 'joint', f'{joint!r} is given more than once')
             seen.add(joint)
             _check_angle(angle_rad, joint, 2 * pair + 2, f'angle of {joint!r}', vocabulary)
+        if command.profile and command.profile not in PROFILE_NAMES:
+            raise _ArgumentError(
+                None,
+                f'unknown profile {_echo(command.profile)}; valid: {", ".join(PROFILE_NAMES)}',
+            )
         duration = command.duration_s
         if duration is not None and not (
             math.isfinite(duration) and 0.0 < duration <= vocabulary.max_duration_s
@@ -199,6 +209,12 @@ def _check(command: Command, vocabulary: ProtocolVocabulary) -> None:
         _check_name(command.name, vocabulary.pose_names, 1, 'pose')
     elif isinstance(command, Hit):
         _check_name(command.instrument, vocabulary.instrument_names, 1, 'instrument')
+        if command.velocity not in HIT_VELOCITIES or command.hand not in HIT_HANDS:
+            raise _ArgumentError(
+                None,
+                f'velocity must be 1..7 (got {command.velocity}) and hand right, left or '
+                f'empty (got {command.hand!r})',
+            )
     elif isinstance(command, Play):
         if vocabulary.play_ids is not None:
             _check_name(command.play_id, vocabulary.play_ids, 1, 'play id')
@@ -275,9 +291,7 @@ def _build_play_ctrl(args: list[str]) -> Command:
     if args[0] == 'speed':
         if len(args) < 2:
             raise _ArgumentError(2, 'argument 2 (factor) is missing: PLAY_CTRL|speed|<factor>')
-        requested = _number(args[1], 2, 'factor')
-        speed = min(max(requested, MIN_SPEED), MAX_SPEED)
-        return PlayCtrlSpeed(speed, requested if speed != requested else None)
+        return PlayCtrlSpeed.asked(_number(args[1], 2, 'factor'))
     raise _argument(1, 'control', f'unknown control {_echo(args[0])}; valid: stop, speed')
 
 
