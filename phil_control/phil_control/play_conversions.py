@@ -15,7 +15,6 @@ from pathlib import Path
 import numpy as np
 from sensor_msgs.msg import JointState
 
-from phil_control.core.motion import Chunk
 from phil_control.core.play import (
     MotionChunk,
     PlayProgress,
@@ -175,17 +174,7 @@ def chunk_msg(
     chunk: MotionChunk, joint_names: Sequence[str], timebase: TimeBase
 ) -> TrajectoryChunk:
     """A play chunk as ``TrajectoryChunk`` (header.stamp = absolute start, all 13 joints)."""
-    plain = Chunk(
-        joint_names=tuple(joint_names),
-        start_s=chunk.start_time_s,
-        times_from_start_s=np.asarray(chunk.times_s) - chunk.start_time_s,
-        positions_rad=chunk.positions_rad,
-        velocities_rad_s=chunk.velocities_rad_s,
-        control_modes=tuple(int(mode) for mode in chunk.control_modes),
-        replace=chunk.replace,
-        sequence=chunk.sequence,
-    )
-    return chunk_to_msg(plain, timebase)
+    return chunk_to_msg(chunk.trajectory_chunk(joint_names), timebase)
 
 
 def state_positions(state: JointState, joint_names: Sequence[str]) -> np.ndarray:

@@ -40,8 +40,8 @@ from pathlib import Path
 import numpy as np
 
 from phil_description.core import CanBusParams, SerialBusParams, default_robot_model
+from phil_description.core.trajectory import Chunk
 from phil_hardware.core.bus_controller import controller_config_from_model
-from phil_hardware.core.chunk_queue import TrajectoryChunk
 from phil_hardware.core.codecs import epos4
 from phil_hardware.core.realtime import (
     RealtimeConfig,
@@ -242,9 +242,7 @@ def measure(mode, client, sniffer, model, duration_s, can_params) -> list[dict]:
             target = current + sign * PROBE_STEP_RAD
             sign = -sign
             before = epos4.position_rad_to_counts(wrist.motor.joint_to_motor_rad(current))
-            chunk = TrajectoryChunk(
-                time.monotonic(), ('right_wrist',), [0.0, 0.4], [[target], [target]]
-            )
+            chunk = Chunk(('right_wrist',), time.monotonic(), [0.0, 0.4], [[target], [target]])
             probes.append((time.time(), before))
             client.send_chunk(chunk)
         time.sleep(0.01)

@@ -15,8 +15,7 @@ from builtin_interfaces.msg import Time
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory
 
-from phil_description.core.trajectory import ControlMode
-from phil_hardware.core.chunk_queue import TrajectoryChunk
+from phil_description.core.trajectory import Chunk, ControlMode
 from phil_hardware.core.safety import Fault as CoreFault
 from phil_hardware.rt import BusSnapshot
 from phil_msgs.msg import Fault, HardwareStatus, MotorState, MotorStates
@@ -49,7 +48,7 @@ class ClockBridge:
         return Time(sec=total // _NS, nanosec=total % _NS)
 
 
-def chunk_from_msg(msg: ChunkMsg, clock: ClockBridge) -> TrajectoryChunk:
+def chunk_from_msg(msg: ChunkMsg, clock: ClockBridge) -> Chunk:
     """A core chunk from a phil_msgs/TrajectoryChunk.
 
     Raises:
@@ -68,7 +67,7 @@ def chunk_from_msg(msg: ChunkMsg, clock: ClockBridge) -> TrajectoryChunk:
     )
 
 
-def chunk_from_trajectory(trajectory: JointTrajectory, clock: ClockBridge) -> TrajectoryChunk:
+def chunk_from_trajectory(trajectory: JointTrajectory, clock: ClockBridge) -> Chunk:
     """joint_trajectory_controller semantics: stamp 0 means now; all joints in position mode."""
     return _chunk(
         trajectory, clock, (ControlMode.POSITION,) * len(trajectory.joint_names), True, 0
@@ -81,7 +80,7 @@ def _chunk(
     modes: tuple[int, ...],
     replace: bool,
     sequence: int,
-) -> TrajectoryChunk:
+) -> Chunk:
     names = tuple(trajectory.joint_names)
     points = trajectory.points
     if not points:
@@ -100,9 +99,9 @@ def _chunk(
     velocities = None
     if all(len(p.velocities) == len(names) for p in points):
         velocities = np.array([list(p.velocities) for p in points], dtype=float)
-    return TrajectoryChunk(
-        start_time_s=start,
+    return Chunk(
         joint_names=names,
+        start_s=start,
         times_from_start_s=times,
         positions_rad=positions,
         velocities_rad_s=velocities,

@@ -10,9 +10,8 @@ import pytest
 from test_bus_rig import make_rig
 
 from phil_description.core import default_robot_model
-from phil_description.core.trajectory import ControlMode
+from phil_description.core.trajectory import Chunk, ControlMode
 from phil_hardware.core.bus_controller import Lifecycle, MotorMissingError
-from phil_hardware.core.chunk_queue import TrajectoryChunk
 from phil_hardware.core.codecs import epos4 as epos4_codec
 from phil_hardware.core.codecs import tmotor as tmotor_codec
 from phil_hardware.core.codecs.frame import CanFrame
@@ -50,9 +49,9 @@ def move_chunk(ctl, goal, duration_s=1.0, delay_s=0.02, joints=None, modes=()):
     s = (1 - np.cos(np.pi * times / duration_s)) / 2
     ds = np.pi / duration_s * np.sin(np.pi * times / duration_s) / 2
     delta = np.asarray(goal)[index] - start
-    return TrajectoryChunk(
-        ctl.clock.now() + delay_s,
+    return Chunk(
         names,
+        ctl.clock.now() + delay_s,
         times,
         start + np.outer(s, delta),
         velocities_rad_s=np.outer(ds, delta),

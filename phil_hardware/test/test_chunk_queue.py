@@ -7,12 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from phil_description.core.trajectory import ControlMode
-from phil_hardware.core.chunk_queue import (
-    ChunkError,
-    ChunkQueue,
-    TrajectoryChunk,
-)
+from phil_description.core.trajectory import Chunk, ChunkError, ControlMode
+from phil_hardware.core.chunk_queue import ChunkQueue
 
 JOINTS = ('a', 'b', 'c')
 START = [0.0, 1.0, 2.0]
@@ -22,8 +18,8 @@ def make_queue(**kwargs) -> ChunkQueue:
     return ChunkQueue(JOINTS, START, torque_joints=('c',), **kwargs)
 
 
-def chunk(start, times, positions, joints=JOINTS, **kwargs) -> TrajectoryChunk:
-    return TrajectoryChunk(start, joints, times, positions, **kwargs)
+def chunk(start, times, positions, joints=JOINTS, **kwargs) -> Chunk:
+    return Chunk(joints, start, times, positions, **kwargs)
 
 
 def test_empty_queue_holds_initial_target_with_zero_velocity():

@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 
 from phil_description.core import CanBusParams, SerialBusParams, default_robot_model
+from phil_description.core.trajectory import Chunk
 from phil_hardware.core.bus_controller import controller_config_from_model
-from phil_hardware.core.chunk_queue import TrajectoryChunk
 from phil_hardware.core.realtime import RealtimeConfig
 from phil_hardware.core.safety import FaultCode, SafetyConfig
 from phil_hardware.core.transport import open_can_bus
@@ -94,9 +94,9 @@ def test_full_cycle_with_sched_fifo(model, simulated):
         times = np.linspace(0.0, 1.0, 21)[1:]
         s = (1 - np.cos(np.pi * times)) / 2
         ds = np.pi * np.sin(np.pi * times) / 2
-        chunk = TrajectoryChunk(
-            time.monotonic() + 0.05,
+        chunk = Chunk(
             model.joint_names,
+            time.monotonic() + 0.05,
             times,
             start + np.outer(s, goal - start),
             velocities_rad_s=np.outer(ds, goal - start),
@@ -120,7 +120,7 @@ def test_full_cycle_with_sched_fifo(model, simulated):
         assert math.isfinite(stats.tick_p99_s) and stats.tick_max_s >= stats.tick_p50_s
         assert done.buses['can3'].frames_sent > 1000 and done.buses['dxl'].frames_received > 0
         assert done.connected == (True,) * 13
-        bad = TrajectoryChunk(time.monotonic(), ('nose',), [0.1], [[0.0]], sequence=8)
+        bad = Chunk(('nose',), time.monotonic(), [0.1], [[0.0]], sequence=8)
         rejected = client.send_chunk(bad).result(2)
         assert not rejected.ok and "unknown joint(s) 'nose'" in rejected.detail
         client.estop().result(2)

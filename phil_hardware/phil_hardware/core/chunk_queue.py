@@ -24,133 +24,12 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
-from phil_description.core.trajectory import ControlMode
+from phil_description.core.trajectory import Chunk, ChunkError, ControlMode, validate_chunk
 
 DEFAULT_MAX_QUEUED_CHUNKS = 64
-
-
-class ChunkError(ValueError):
-    """A chunk is malformed; the message says what is wrong."""
-
-
-@dataclass(frozen=True, eq=False)
-class TrajectoryChunk:
-    """One trajectory slice as the bus loop consumes it.
-
-    Attributes:
-        start_time_s: Absolute start on the robot monotonic clock [s].
-        joint_names: Joints this chunk commands (a subset of the robot's joints, any order).
-        times_from_start_s: Point times relative to the start [s], shape (n,).
-        positions_rad: Joint positions [rad], shape (n, len(joint_names)).
-        velocities_rad_s: Joint velocities [rad/s], same shape, or None (linear interpolation).
-        control_modes: One :class:`ControlMode` per joint name, or empty for all POSITION.
-        replace: Drop queued motion from this chunk's start on.
-        sequence: Producer's sequence number (reported back, not interpreted).
-    """
-
-    start_time_s: float
-    joint_names: tuple[str, ...]
-    times_from_start_s: np.ndarray
-    positions_rad: np.ndarray
-    velocities_rad_s: np.ndarray | None = None
-    control_modes: tuple[int, ...] = ()
-    replace: bool = False
-    sequence: int = 0
-
-    def __post_init__(self) -> None:
-        """Convert sequences to float arrays; raise :class:`ChunkError` on ragged input."""
-        try:
-            object.__setattr__(self, 'joint_names', tuple(self.joint_names))
-            object.__setattr__(
-                self, 'times_from_start_s', np.asarray(self.times_from_start_s, dtype=float)
-            )
-            object.__setattr__(self, 'positions_rad', np.asarray(self.positions_rad, dtype=float))
-            if self.velocities_rad_s is not None:
-                object.__setattr__(
-                    self, 'velocities_rad_s', np.asarray(self.velocities_rad_s, dtype=float)
-                )
-            object.__setattr__(self, 'control_modes', tuple(int(m) for m in self.control_modes))
-        except (TypeError, ValueError) as error:
-            raise ChunkError(f'chunk {self.sequence}: malformed arrays ({error})') from None
-
-    @property
-    def end_time_s(self) -> float:
-        """Absolute time of the last point [s]."""
-        return float(self.start_time_s + self.times_from_start_s[-1])
-
-
-def validate_chunk(
-    chunk: object, joint_index: Mapping[str, int], torque_joints: Iterable[str] = ()
-) -> str | None:
-    """Return why ``chunk`` cannot be queued, or None when it is valid.
-
-    Args:
-        chunk: Candidate (anything may arrive through a pipe).
-        joint_index: Known joint name -> robot joint index.
-        torque_joints: Joints that accept :attr:`ControlMode.TORQUE`.
-    """
-    if not isinstance(chunk, TrajectoryChunk):
-        return f'not a TrajectoryChunk but {type(chunk).__name__}'
-    try:
-        return _validate(chunk, joint_index, frozenset(torque_joints))
-    except (TypeError, ValueError, AttributeError, IndexError) as error:
-        return f'malformed chunk: {error}'
-
-
-def _validate(
-    chunk: TrajectoryChunk, joint_index: Mapping[str, int], torque_joints: frozenset[str]
-) -> str | None:
-    if not math.isfinite(chunk.start_time_s):
-        return f'start time {chunk.start_time_s!r} is not finite'
-    names = chunk.joint_names
-    if not names:
-        return 'no joint names'
-    unknown = [name for name in names if name not in joint_index]
-    if unknown:
-        return f'unknown joint(s) {", ".join(map(repr, unknown))}'
-    if len(set(names)) != len(names):
-        return 'duplicate joint names'
-    times = chunk.times_from_start_s
-    if times.ndim != 1 or times.size == 0:
-        return 'needs at least one point'
-    if not np.isfinite(times).all():
-        return 'non-finite time_from_start'
-    if times[0] < 0.0 or (times.size > 1 and not (np.diff(times) > 0.0).all()):
-        return 'time_from_start must be >= 0 and strictly increasing'
-    shape = (times.size, len(names))
-    if chunk.positions_rad.shape != shape:
-        return f'positions shape {chunk.positions_rad.shape} != {shape} (points, joints)'
-    bad = _first_non_finite(chunk.positions_rad, names)
-    if bad:
-        return f'non-finite position for {bad}'
-    if chunk.velocities_rad_s is not None:
-        if chunk.velocities_rad_s.shape != shape:
-            return f'velocities shape {chunk.velocities_rad_s.shape} != {shape}'
-        bad = _first_non_finite(chunk.velocities_rad_s, names)
-        if bad:
-            return f'non-finite velocity for {bad}'
-    modes = chunk.control_modes
-    if modes:
-        if len(modes) != len(names):
-            return f'{len(modes)} control modes for {len(names)} joints'
-        for name, mode in zip(names, modes, strict=True):
-            if mode not in (ControlMode.POSITION, ControlMode.TORQUE):
-                return f'unknown control mode {mode} for {name!r}'
-            if mode == ControlMode.TORQUE and name not in torque_joints:
-                return f'torque mode is not available for {name!r}'
-    return None
-
-
-def _first_non_finite(values: np.ndarray, names: Sequence[str]) -> str | None:
-    finite = np.isfinite(values)
-    if finite.all():
-        return None
-    point, column = np.argwhere(~finite)[0]
-    return f'{names[column]!r} at point {point}'
 
 
 class _Prepared:
@@ -171,9 +50,9 @@ class _Prepared:
         'vel',
     )
 
-    def __init__(self, chunk: TrajectoryChunk, joint_index: Mapping[str, int], order: int):
-        self.start = float(chunk.start_time_s)
-        self.times = chunk.start_time_s + chunk.times_from_start_s
+    def __init__(self, chunk: Chunk, joint_index: Mapping[str, int], order: int):
+        self.start = float(chunk.start_s)
+        self.times = chunk.start_s + chunk.times_from_start_s
         self.end = float(self.times[-1])
         self.indices = np.array([joint_index[name] for name in chunk.joint_names], dtype=np.intp)
         self.pos = np.array(chunk.positions_rad, dtype=float)
@@ -311,8 +190,9 @@ class ChunkQueue:
         Returns:
             None when queued, else the reason it was rejected (also counted).
         """
-        reason = validate_chunk(chunk, self._index, self._torque_joints)
-        if reason is None and chunk.end_time_s < self._last_time_s:
+        problem = validate_chunk(chunk, self._index, self._torque_joints)
+        reason = None if problem is None else problem.detail
+        if reason is None and chunk.end_s < self._last_time_s:
             reason = 'chunk ends before the current time'
         if reason is None and len(self._pending) >= self._max_queued:
             reason = f'queue full ({self._max_queued} chunks waiting)'

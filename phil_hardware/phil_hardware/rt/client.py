@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from phil_description.core.estop_word import EstopWord
-from phil_hardware.core.chunk_queue import TrajectoryChunk
+from phil_description.core.trajectory import Chunk
 from phil_hardware.core.safety import Fault, FaultCode
 
 from . import process
@@ -263,7 +263,7 @@ class BusLoopClient:
         """Stop cyclic sending, Maxon shutdown, servo torque off."""
         return self._command('deactivate')
 
-    def send_chunk(self, chunk: TrajectoryChunk) -> Future:
+    def send_chunk(self, chunk: Chunk) -> Future:
         """Queue a trajectory chunk; the result says whether the loop accepted it."""
         return self._command('chunk', chunk)
 

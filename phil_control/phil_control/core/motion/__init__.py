@@ -5,7 +5,6 @@ robot clock, positions rad, velocities rad/s.
 """
 
 from phil_control.core.motion.chunking import (
-    Chunk,
     ChunkingConfig,
     chunk_to_trajectory,
     chunk_trajectory,
@@ -43,6 +42,7 @@ from phil_control.core.motion.validation import (
     check_chunk,
     rejection_from_ik,
 )
+from phil_description.core.trajectory import Chunk
 
 __all__ = [
     'GESTURES',

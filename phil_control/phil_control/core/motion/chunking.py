@@ -1,9 +1,9 @@
 """Cut trajectories into time-stamped chunks for the hardware, and read chunks back.
 
-A ``Chunk`` is the plain-data form of ``phil_msgs/TrajectoryChunk``: an absolute start time and
-points (time from start, positions, velocities). The bus loop samples the active chunk at its
-actual send time with cubic Hermite interpolation between points, so points need not fall on its
-1-5 ms send grid.
+A ``Chunk`` (``phil_description.core.trajectory``) is the plain-data form of
+``phil_msgs/TrajectoryChunk``: an absolute start time and points (time from start, positions,
+velocities). The bus loop samples the active chunk at its actual send time with cubic Hermite
+interpolation between points, so points need not fall on its 1-5 ms send grid.
 
 Why these defaults:
 
@@ -30,41 +30,12 @@ import numpy as np
 
 from phil_control.core.motion.trajectory import TimedSegment, Trajectory
 from phil_control.core.profiles import hermite_segment
+from phil_description.core.trajectory import Chunk
 
 DEFAULT_CHUNK_DURATION_S = 0.5
 DEFAULT_POINT_SPACING_S = 0.02
 # A uniform point closer than this fraction of the spacing to a knot is replaced by the knot.
 _KNOT_MERGE_FRACTION = 0.25
-
-
-@dataclass(frozen=True, eq=False)
-class Chunk:
-    """A slice of a joint trajectory with an absolute start time (plain TrajectoryChunk).
-
-    Attributes:
-        joint_names: Names of the J joints of each point.
-        start_s: Absolute start time on the robot clock, s.
-        times_from_start_s: (K,) point times relative to ``start_s``, s, increasing.
-        positions_rad: (K, J) positions, rad.
-        velocities_rad_s: (K, J) velocities, rad/s, or None when the sender gave none.
-        control_modes: One ``ControlMode`` per joint, or empty for all POSITION.
-        replace: True to drop queued motion from ``start_s`` on.
-        sequence: Chunk number within its motion, from 0.
-    """
-
-    joint_names: tuple[str, ...]
-    start_s: float
-    times_from_start_s: np.ndarray
-    positions_rad: np.ndarray
-    velocities_rad_s: np.ndarray | None
-    control_modes: tuple[int, ...] = ()
-    replace: bool = False
-    sequence: int = 0
-
-    @property
-    def end_s(self) -> float:
-        """Absolute time of the last point, s."""
-        return self.start_s + float(self.times_from_start_s[-1])
 
 
 @dataclass(frozen=True)

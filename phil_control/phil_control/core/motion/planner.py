@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from phil_control.core.motion.chunking import Chunk, chunk_to_trajectory
+from phil_control.core.motion.chunking import chunk_to_trajectory
 from phil_control.core.motion.halt import DEFAULT_HALT_DECELERATION_RAD_S2, HaltPlan, plan_halt
 from phil_control.core.motion.primitives import build_trajectory, waypoints
 from phil_control.core.motion.requests import MotionDefaults, MotionRequest
@@ -31,6 +31,7 @@ from phil_control.core.motion.validation import (
     check_chunk,
     check_segment_speed,
 )
+from phil_description.core.trajectory import Chunk
 
 # Below this a commanded velocity counts as rest, rad/s.
 _REST_VELOCITY_RAD_S = 1e-9

@@ -18,9 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from phil_control.core.kinematics import IkFailure, IkFailureReason
-from phil_control.core.motion.chunking import Chunk
 from phil_control.core.motion.trajectory import TimedSegment, segment_peak_velocities
-from phil_description.core.trajectory import ControlMode
+from phil_description.core.trajectory import Chunk, ChunkFault, Rejection, validate_chunk
 
 # Relative slack on velocity limits so a move planned exactly at the limit passes.
 _VELOCITY_RELATIVE_SLACK = 1e-9
@@ -46,23 +45,12 @@ class RejectReason(enum.Enum):
     HARDWARE_LATCHED = 'the hardware is latched'
 
 
-@dataclass(frozen=True)
-class Rejection:
-    """A refused request or chunk.
-
-    Attributes:
-        reason: The kind of problem.
-        detail: Human-readable explanation with the joint and the numbers.
-        joint: The joint concerned, if one is.
-    """
-
-    reason: RejectReason
-    detail: str
-    joint: str | None = None
-
-    def __str__(self) -> str:
-        """``'<reason>: <detail>'``, the text for an action result."""
-        return f'{self.reason.value}: {self.detail}'
+#: The planner's reason for each kind of invalid chunk.
+_REJECT_REASONS = {
+    ChunkFault.MALFORMED: RejectReason.MALFORMED,
+    ChunkFault.NOT_FINITE: RejectReason.NOT_FINITE,
+    ChunkFault.UNKNOWN_JOINT: RejectReason.UNKNOWN_JOINT,
+}
 
 
 @dataclass(frozen=True)
@@ -180,63 +168,32 @@ def check_segment_speed(table: JointTable, segment: TimedSegment, label: str) ->
 def check_chunk(table: JointTable, chunk: Chunk) -> Rejection | None:
     """Intrinsic checks of a chunk from another node (continuity is the planner's job).
 
-    A chunk must name known joints once each, hold at least two points starting at
-    time_from_start 0 with strictly increasing times, carry velocities (the bus loop splices
-    chunks by cubic Hermite interpolation), have finite values inside the hard limits, and neither
-    its point velocities nor its mean speed between points may exceed a joint's velocity limit.
+    A chunk must be valid (``validate_chunk``); the planner also reads it back as cubic Hermite
+    segments from its start (``chunk_to_trajectory``), so it needs at least two points, the first
+    at time_from_start 0, and velocities. Its positions must be inside the hard limits, and
+    neither its point velocities nor its mean speed between points may exceed a joint's velocity
+    limit.
     """
-    names = chunk.joint_names
-    if not names:
-        return Rejection(RejectReason.MALFORMED, 'chunk names no joints')
-    for name in names:
-        index = table.index(name)
-        if isinstance(index, Rejection):
-            return index
-        if names.count(name) > 1:
-            return Rejection(RejectReason.MALFORMED, f'chunk names {name!r} twice', name)
     times = np.asarray(chunk.times_from_start_s, dtype=float)
     count = times.shape[0] if times.ndim == 1 else 0
     if count < 2:
         return Rejection(RejectReason.MALFORMED, f'chunk needs at least 2 points, has {count}')
-    shape = (count, len(names))
-    if np.shape(chunk.positions_rad) != shape:
+    problem = validate_chunk(chunk, table.names)
+    if problem is not None:
+        return Rejection(_REJECT_REASONS[problem.reason], problem.detail, problem.joint)
+    names = chunk.joint_names
+    if chunk.velocities_rad_s is None:
         return Rejection(
             RejectReason.MALFORMED,
-            f'chunk positions have shape {np.shape(chunk.positions_rad)}, expected {shape}',
+            f'chunk velocities are required with shape {(count, len(names))} '
+            '(cubic Hermite splicing)',
         )
-    if chunk.velocities_rad_s is None or np.shape(chunk.velocities_rad_s) != shape:
+    if times[0] != 0.0:
         return Rejection(
             RejectReason.MALFORMED,
-            f'chunk velocities are required with shape {shape} (cubic Hermite splicing)',
-        )
-    if chunk.control_modes and (
-        len(chunk.control_modes) != len(names)
-        or any(
-            mode not in (ControlMode.POSITION, ControlMode.TORQUE) for mode in chunk.control_modes
-        )
-    ):
-        return Rejection(
-            RejectReason.MALFORMED,
-            f'control_modes {list(chunk.control_modes)} must be empty or one of '
-            f'{ControlMode.POSITION:d}/{ControlMode.TORQUE:d} per joint',
-        )
-    if not (math.isfinite(chunk.start_s) and np.isfinite(times).all()):
-        return Rejection(RejectReason.NOT_FINITE, 'chunk start or point times are not finite')
-    if times[0] != 0.0 or np.any(np.diff(times) <= 0.0):
-        return Rejection(
-            RejectReason.MALFORMED,
-            f'chunk point times must start at 0 and increase, got {times[:4].tolist()}...',
+            f'chunk point times must start at 0, got {times[:4].tolist()}...',
         )
     columns = [table.names.index(name) for name in names]
-    for label, values in (('position', chunk.positions_rad), ('velocity', chunk.velocities_rad_s)):
-        bad = ~np.isfinite(np.asarray(values, dtype=float))
-        if bad.any():
-            point, joint = np.argwhere(bad)[0]
-            return Rejection(
-                RejectReason.NOT_FINITE,
-                f'{names[joint]} {label} at point {point} is {values[point, joint]}',
-                names[joint],
-            )
     for point in range(count):
         problem = check_targets(
             table,

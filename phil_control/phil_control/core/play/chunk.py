@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from phil_control.core.play.common import CommandedHit
 from phil_control.core.score import HIT_INSTRUMENT_IDS
-from phil_description.core.trajectory import ControlMode
+from phil_description.core.trajectory import Chunk, ControlMode
 
 INSTRUMENT_NAMES = {instrument_id: name for name, instrument_id in HIT_INSTRUMENT_IDS.items()}
 
@@ -85,6 +86,19 @@ class MotionChunk:
     def end_time_s(self) -> float:
         """Wall time of the last point (the chunk start for an empty chunk), s."""
         return float(self.times_s[-1]) if self.times_s.size else self.start_time_s
+
+    def trajectory_chunk(self, joint_names: Sequence[str]) -> Chunk:
+        """The chunk as the trajectory generator receives it (times from its start)."""
+        return Chunk(
+            joint_names=tuple(joint_names),
+            start_s=self.start_time_s,
+            times_from_start_s=np.asarray(self.times_s) - self.start_time_s,
+            positions_rad=self.positions_rad,
+            velocities_rad_s=self.velocities_rad_s,
+            control_modes=self.control_modes,
+            replace=self.replace,
+            sequence=self.sequence,
+        )
 
 
 @dataclass(frozen=True)

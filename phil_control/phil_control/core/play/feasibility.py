@@ -15,11 +15,8 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
-from phil_control.core.motion.chunking import Chunk
 from phil_control.core.motion.validation import JointTable, check_chunk
-from phil_control.core.play.chunk import MotionChunk, PlayAborted
+from phil_control.core.play.chunk import PlayAborted
 from phil_control.core.play.playback import Playback
 from phil_control.core.play.timeline import PlaySource
 
@@ -45,24 +42,12 @@ def check_feasible(play: Playback, source: PlaySource, table: JointTable) -> Non
     """
     chunks = [*play.drum_start(), *play.fill(math.inf, 0.0)]
     for chunk in chunks:
-        problem = check_chunk(table, as_chunk(chunk, table.names))
+        problem = check_chunk(table, chunk.trajectory_chunk(table.names))
         if problem is not None:
             raise ScoreInfeasible(str(problem), chunk.bar, source, chunk.score_end_s)
     aborted = play.aborted
     if aborted is not None:
         raise ScoreInfeasible(aborted.reason, aborted.bar, source, aborted.score_time_s)
-
-
-def as_chunk(chunk: MotionChunk, joint_names: tuple[str, ...]) -> Chunk:
-    """The chunk as the trajectory generator receives it (times from its start)."""
-    times = np.asarray(chunk.times_s, dtype=float)
-    return Chunk(
-        joint_names,
-        float(times[0]),
-        times - times[0],
-        np.asarray(chunk.positions_rad),
-        np.asarray(chunk.velocities_rad_s),
-    )
 
 
 def _row(source: PlaySource, bar: int | None, score_time_s: float | None) -> str:
