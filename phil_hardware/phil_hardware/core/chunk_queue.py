@@ -5,7 +5,7 @@ clock (s) and points at ``time_from_start`` (s) relative to it. The loop calls
 :meth:`ChunkQueue.sample` with the time it is about to send, so a hit lands at its score time
 and not on a control-period grid.
 
-Rules (ARCHITECTURE section 3):
+Rules:
 
 * Chunks wait in the queue until their start time. The chunk that starts last at or before the
   sample time is the active one: a chunk that starts while another runs takes over at its start
