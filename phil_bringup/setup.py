@@ -27,7 +27,7 @@ setup(
         'console_scripts': [
             'phil_launch = phil_bringup.launcher:main',
             'phil = phil_bringup.cli.main:main',
-            'description_publisher = phil_bringup.description_publisher_node:main',
+            'description_publisher = phil_bringup.description_publisher.node:main',
         ],
     },
 )

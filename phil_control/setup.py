@@ -34,8 +34,8 @@ setup(
         'console_scripts': [
             'behavior_planner = phil_control.behavior_planner_node:main',
             'tcp_bridge = phil_control.tcp_bridge_node:main',
-            'trajectory_generator = phil_control.trajectory_generator_node:main',
-            'score_player = phil_control.score_player_node:main',
+            'trajectory_generator = phil_control.trajectory_generator.node:main',
+            'score_player = phil_control.score_player.node:main',
         ],
     },
 )

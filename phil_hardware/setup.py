@@ -26,7 +26,7 @@ setup(
     entry_points={
         'console_scripts': [
             'device_simulator = phil_hardware.sim.runner:main',
-            'hardware = phil_hardware.hardware_node:main',
+            'hardware = phil_hardware.hardware.node:main',
         ],
     },
 )

@@ -20,7 +20,7 @@ import numpy as np
 from phil_bringup.plots.stats import hit_timing
 from phil_control.core.play import PlayRobot, PlaySession, sample_hermite
 from phil_control.core.score import load_play_list
-from phil_control.play_conversions import default_play_list
+from phil_control.score_player.config import default_play_list
 from phil_description.core import default_robot_model
 from phil_hardware.sim.impacts import ImpactDetector
 

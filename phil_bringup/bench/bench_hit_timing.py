@@ -31,7 +31,7 @@ from phil_bringup.plots import runlog
 from phil_bringup.plots.stats import hit_timing
 from phil_bringup.testing.graph import RunningGraph
 from phil_control.core.score import load_play_list
-from phil_control.play_conversions import default_play_list
+from phil_control.score_player.config import default_play_list
 
 PLAY_TIMEOUT_S = 600.0
 SPAN_MARGIN_S = 0.5

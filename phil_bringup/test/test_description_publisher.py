@@ -10,7 +10,7 @@ from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
 from visualization_msgs.msg import MarkerArray  # noqa: E402
 
-from phil_bringup.description_publisher_node import DescriptionPublisher  # noqa: E402
+from phil_bringup.description_publisher.node import DescriptionPublisher  # noqa: E402
 from phil_ros.qos import LATCHED  # noqa: E402
 from phil_ros.testing import ros_test_context  # noqa: E402
 

@@ -95,7 +95,7 @@ def test_parameter_files_only_set_parameters_the_nodes_declare():
 
     declared = {
         'hardware': set(
-            __import__('phil_hardware.hardware_params', fromlist=['PARAMETERS']).PARAMETERS
+            __import__('phil_hardware.hardware.config', fromlist=['PARAMETERS']).PARAMETERS
         ),
     }
     for spec in NODE_SET:

@@ -28,17 +28,21 @@ from phil_bringup.plots.stats import (
     match_nearest,
     tracking_stats,
 )
+from phil_control.conversions import TimeBase, chunk_to_msg
 from phil_control.core.motion import Chunk
 from phil_control.core.play.chunk import ScheduledHit
 from phil_control.core.play.common import CommandedHit
 from phil_control.core.score.instruments import Hand
-from phil_control.play_conversions import HitLog
-from phil_control.ros_conversions import TimeBase, chunk_to_msg
+from phil_control.score_player.hit_log import HitLog
 from phil_control.tcp.handler import CommandLogEntry
 from phil_control.tcp_bridge_node import CommandCsvLog
-from phil_control.trajectory_log import LoggingPublisher, TrajectoryCsvLog, logging_publisher
+from phil_control.trajectory_generator.trajectory_log import (
+    LoggingPublisher,
+    TrajectoryCsvLog,
+    logging_publisher,
+)
 from phil_description.core import default_robot_model
-from phil_hardware.csv_logs import MotorCsvLog, TickCsvLog
+from phil_hardware.hardware.csv_logs import MotorCsvLog, TickCsvLog
 from phil_hardware.sim.impacts import Impact, Limb
 
 NAMES = default_robot_model().joint_names
@@ -219,7 +223,7 @@ def test_trajectory_generator_logs_published_chunks(tmp_path):
     pytest.importorskip('rclpy')
     from rclpy.parameter import Parameter
 
-    from phil_control.trajectory_generator_node import TrajectoryGenerator
+    from phil_control.trajectory_generator.node import TrajectoryGenerator
     from phil_msgs.srv import Trigger
     from phil_ros.testing import ros_test_context
 

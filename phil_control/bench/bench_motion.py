@@ -132,7 +132,7 @@ def main() -> None:
     measure('wave_plan_chunk', lambda: plan_and_chunk(wave), repeat, chunks=plan_and_chunk(wave))
 
     try:
-        from phil_control.ros_conversions import TimeBase, chunk_to_msg
+        from phil_control.conversions import TimeBase, chunk_to_msg
     except ImportError:  # no ROS in this environment: the message conversion is skipped
         return
     planned = MotionPlanner(model).submit(move, 0.0)

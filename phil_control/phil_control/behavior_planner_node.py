@@ -60,7 +60,7 @@ from phil_control.planner_links import (
     Completion,
     GraphLinks,
 )
-from phil_control.ros_conversions import measured_positions
+from phil_control.conversions import measured_positions
 from phil_control.tcp.handler import HandlerReply, snapshot_status_line
 from phil_description.core import default_robot_model
 from phil_description.core.graph_key import GraphKey

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from phil_control.audio import (
+from phil_control.score_player.audio import (
     AudioPlayer,
     CommandAudioPlayer,
     SilentPlayer,

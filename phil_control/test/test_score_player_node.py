@@ -29,13 +29,13 @@ from std_msgs.msg import String  # noqa: E402
 from phil_control.core.play.timing import sample_hermite  # noqa: E402
 from phil_control.core.play.transfer import TRANSFER_DURATION_S  # noqa: E402
 from phil_control.core.score import load_play_list, load_score, write_play_list  # noqa: E402
-from phil_control.play_conversions import (  # noqa: E402
+from phil_control.score_player.config import (  # noqa: E402
     PARAMETERS,
     SOURCE_SCORES_DIR,
     PlayerConfig,
     default_play_list,
 )
-from phil_control.score_player_node import ScorePlayer  # noqa: E402
+from phil_control.score_player.node import ScorePlayer  # noqa: E402
 from phil_description.core import default_robot_model  # noqa: E402
 from phil_description.core.graph_key import GraphKey  # noqa: E402
 from phil_msgs.action import Hit, Play  # noqa: E402

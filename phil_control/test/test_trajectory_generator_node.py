@@ -18,7 +18,7 @@ from rclpy.parameter import Parameter  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
 
-from phil_control import ros_conversions as convert  # noqa: E402
+from phil_control.conversions import TimeBase, chunk_to_msg  # noqa: E402
 from phil_control.core.motion import (  # noqa: E402
     ChunkingConfig,
     MotionPlanner,
@@ -26,7 +26,7 @@ from phil_control.core.motion import (  # noqa: E402
     PlannedMotion,
     chunk_trajectory,
 )
-from phil_control.trajectory_generator_node import TrajectoryGenerator  # noqa: E402
+from phil_control.trajectory_generator.node import TrajectoryGenerator  # noqa: E402
 from phil_description.core import default_robot_model  # noqa: E402
 from phil_description.core.graph_key import GraphKey  # noqa: E402
 from phil_msgs.action import Gesture, Look, Move, Pose  # noqa: E402
@@ -354,14 +354,14 @@ def test_look_pose_and_gesture_goals_queue_back_to_back(harness):
 
 
 def _score_messages(
-    state: JointState, timebase: convert.TimeBase, start_s: float, target: float
+    state: JointState, timebase: TimeBase, start_s: float, target: float
 ) -> list[TrajectoryChunk]:
     """Chunks a score player would send, continuing the commanded state from start_s."""
     planner = MotionPlanner(MODEL, initial_positions_rad=np.array(state.position))
     planned = planner.submit(MoveRequest({'right_elbow': target}, 0.4), start_s)
     assert isinstance(planned, PlannedMotion)
     chunks = chunk_trajectory(planned.trajectory, ChunkingConfig(0.25, 0.02))
-    return [sign_message(KEY, convert.chunk_to_msg(chunk, timebase)) for chunk in chunks]
+    return [sign_message(KEY, chunk_to_msg(chunk, timebase)) for chunk in chunks]
 
 
 def test_measured_motors_set_the_start_and_score_chunks_are_forwarded(harness):
@@ -375,7 +375,7 @@ def test_measured_motors_set_the_start_and_score_chunks_are_forwarded(harness):
     motors.append(MotorState(joint=NAMES[0], connected=False, position_rad=2.5))
     h.motor_states.publish(MotorStates(motors=motors))
     assert h.spin_until(lambda: np.allclose(h.states[-1].position, measured))
-    timebase = convert.TimeBase(h.now_ns())
+    timebase = TimeBase(h.now_ns())
     messages = _score_messages(h.states[-1], timebase, 0.3, 1.3)
     for msg in messages:
         h.score.publish(msg)
@@ -415,7 +415,7 @@ def test_goals_and_score_chunks_from_outside_the_graph_are_refused(harness):
     response = h.result(future.result())
     assert response.status == GoalStatus.STATUS_ABORTED
     assert 'only from the behavior planner' in response.result.reason
-    timebase = convert.TimeBase(h.now_ns())
+    timebase = TimeBase(h.now_ns())
     unsigned = _score_messages(h.states[-1], timebase, 0.3, 1.3)[0]
     unsigned.authority = ''
     foreign = sign_message(
@@ -458,7 +458,7 @@ def test_the_hardware_latch_ends_goals_drops_queued_motion_and_the_measured_pose
     # A score chunk still in flight when the latch came is refused: it neither goes to the
     # hardware nor moves the commanded state (the next motion would start where it ends).
     held = list(h.states[-1].position)
-    late = _score_messages(h.states[-1], convert.TimeBase(h.now_ns()), 0.3, 1.3)[0]
+    late = _score_messages(h.states[-1], TimeBase(h.now_ns()), 0.3, 1.3)[0]
     h.score.publish(late)
     assert h.spin_until(lambda: h.rejected)
     assert h.rejected[-1].data.startswith(

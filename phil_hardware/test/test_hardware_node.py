@@ -43,7 +43,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E
 from phil_description.core import default_robot_model  # noqa: E402
 from phil_description.core.graph_key import GraphKey  # noqa: E402
 from phil_hardware.core.bus_controller import relocate_buses  # noqa: E402
-from phil_hardware.hardware_node import HardwareNode  # noqa: E402
+from phil_hardware.hardware.node import HardwareNode  # noqa: E402
 from phil_hardware.sim.runner import READY_LINE, can_channels  # noqa: E402
 from phil_msgs.msg import Fault, HardwareStatus, Heartbeat  # noqa: E402
 from phil_msgs.msg import TrajectoryChunk as ChunkMsg  # noqa: E402

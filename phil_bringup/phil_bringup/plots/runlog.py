@@ -273,7 +273,8 @@ def write_ticks_trace(
 def load_trajectory(
     path: Path, joint_count: int, warnings: list[str] | None = None
 ) -> TrajectoryLog:
-    """``trajectory.csv`` (``phil_control.trajectory_log``); blank cells are NaN."""
+    """``trajectory.csv`` (``phil_control.trajectory_generator.trajectory_log``); blank cells
+    are NaN."""
     header = csv_header(path)
     joints = [name for name in header if name.startswith('joint ')]
     expected = [f'joint {i}' for i in range(len(joints))]
@@ -291,7 +292,7 @@ def load_trajectory(
 
 
 def load_hits(path: Path, warnings: list[str] | None = None) -> HitLog:
-    """``hits.csv`` (``phil_control.play_conversions.HitLog``)."""
+    """``hits.csv`` (``phil_control.score_player.hit_log.HitLog``)."""
     c = read_csv(
         path,
         ('t', 'bar', 'velocity', 'score_time_s', 'command_time_s'),

@@ -23,7 +23,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 from phil_description.core.estop_word import EstopWord
 from phil_description.core.graph_key import GraphKey
-from phil_hardware import hardware_conversions as convert
+from phil_hardware.hardware import conversions as convert
 from phil_hardware.rt import BusLoopClient
 from phil_msgs.msg import TrajectoryChunk
 from phil_msgs.srv import Trigger

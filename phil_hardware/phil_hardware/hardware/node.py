@@ -74,10 +74,10 @@ from phil_description.core import default_robot_model
 from phil_description.core.estop_word import EstopWord, estop_word_name
 from phil_description.core.graph_key import GraphKey, ReplayGuard
 from phil_description.core.liveness import NodeDown, node_name
-from phil_hardware import hardware_conversions as convert
-from phil_hardware.command_inputs import CommandInputs, not_running_reason
-from phil_hardware.csv_logs import MotorCsvLog, TickCsvLog
-from phil_hardware.hardware_params import PARAMETERS, bus_loop_config, publish_rates_hz
+from phil_hardware.hardware import conversions as convert
+from phil_hardware.hardware.command_inputs import CommandInputs, not_running_reason
+from phil_hardware.hardware.config import PARAMETERS, bus_loop_config, publish_rates_hz
+from phil_hardware.hardware.csv_logs import MotorCsvLog, TickCsvLog
 from phil_hardware.rt import BusLoopClient, BusLoopConfig, BusLoopError
 from phil_msgs.msg import Fault, HardwareStatus, MotorStates
 from phil_msgs.srv import HardwareRequest
@@ -182,7 +182,7 @@ class HardwareNode(LifecycleNode):
 
     def _bus_loop_config(self) -> BusLoopConfig:
         """The bus-loop configuration from the current parameter values (see
-        ``hardware_params.bus_loop_config`` for what a bad value raises)."""
+        ``config.bus_loop_config`` for what a bad value raises)."""
         values = {name: self.get_parameter(name).value for name in PARAMETERS}
         return bus_loop_config(values, self._model, self._estop_word.path.name)
 

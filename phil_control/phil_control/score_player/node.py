@@ -24,7 +24,7 @@ A timer (``poll_period_s``) generates the due windows (one bar plus ``lead_s`` a
 hits, sends feedback and ends the goal. Concurrency and clock follow the trajectory_generator:
 a single-threaded executor, no callback blocks (execute callbacks are coroutines awaiting their
 goal's ``waking_future``); one lock guards the session; stamps are on the ROS clock unless
-``stamp_clock: monotonic``. Parameters: ``play_conversions.PARAMETERS`` (validated once into
+``stamp_clock: monotonic``. Parameters: ``config.PARAMETERS`` (validated once into
 ``PlayerConfig``), ``watched_nodes`` and ``liveness_timeout_s``.
 
 Only what reached the motors counts: when the hardware latches (``hardware/status``: ESTOP or a
@@ -51,8 +51,7 @@ from rclpy.task import Future
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
-from phil_control import play_conversions as convert
-from phil_control.audio import AudioPlayer, TrackFinder, make_audio_player
+from phil_control.conversions import TimeBase, stamp_clock
 from phil_control.core.motion.validation import JointTable
 from phil_control.core.play import (
     MotionChunk,
@@ -64,7 +63,10 @@ from phil_control.core.play import (
 )
 from phil_control.core.score import PlayListFile, SpeedError, normalize_speed
 from phil_control.core.score.limits import quote
-from phil_control.ros_conversions import TimeBase
+from phil_control.score_player import conversions as convert
+from phil_control.score_player.audio import AudioPlayer, TrackFinder, make_audio_player
+from phil_control.score_player.config import PARAMETERS, PlayerConfig
+from phil_control.score_player.hit_log import HitLog
 from phil_description.core import default_robot_model
 from phil_description.core.graph_key import GraphKey
 from phil_description.core.liveness import NodeDown
@@ -128,16 +130,16 @@ class ScorePlayer(Node):
             ValueError: Naming a bad parameter or a malformed play list.
         """
         super().__init__('score_player', **node_options)
-        self.config = convert.PlayerConfig.from_parameters(
+        self.config = PlayerConfig.from_parameters(
             {
                 name: self.declare_parameter(
                     name, default, ParameterDescriptor(description=description)
                 ).value
-                for name, (default, description) in convert.PARAMETERS.items()
+                for name, (default, description) in PARAMETERS.items()
             }
         )
         self._key = GraphKey.from_environment()
-        self._clock_ns = clock_ns or convert.stamp_clock(self.config.stamp_clock, self.get_clock())
+        self._clock_ns = clock_ns or stamp_clock(self.config.stamp_clock, self.get_clock())
         self._timebase = TimeBase(self._clock_ns())
         model = model if model is not None else default_robot_model()
         self.robot = PlayRobot.from_model(model)
@@ -161,7 +163,7 @@ class ScorePlayer(Node):
             self.config.audio_command, lambda: self._clock_ns() * 1e-9, warn
         )
         self._track = TrackFinder(self.config.audio_dir, warn)
-        self._hit_log = convert.HitLog(self.config.log_dir) if self.config.log_dir else None
+        self._hit_log = HitLog(self.config.log_dir) if self.config.log_dir else None
         self._lock = threading.Lock()
         self._state: JointState | None = None
         self._goal: _Goal | None = None

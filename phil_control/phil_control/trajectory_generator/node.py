@@ -45,7 +45,7 @@ Only the graph's own command path moves the robot: goals must carry a goal id si
 graph key (the behavior planner's), chunks on ``~/chunks`` its signature (the score player's);
 others are refused with the reason. Outgoing chunks are signed.
 
-Parameters: ``ros_conversions.PARAMETERS`` (validated once into ``GeneratorConfig``; a bad value
+Parameters: ``config.PARAMETERS`` (validated once into ``GeneratorConfig``; a bad value
 stops start-up), and ``log_dir``: every published chunk point goes to ``<log_dir>/trajectory.csv``
 (``trajectory_log``); '' = no log.
 """
@@ -54,7 +54,6 @@ from __future__ import annotations
 
 import math
 import threading
-import time
 from collections import deque
 from dataclasses import dataclass
 from functools import partial
@@ -67,8 +66,13 @@ from rclpy.task import Future
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
-from phil_control import ros_conversions as convert
-from phil_control import trajectory_log
+from phil_control.conversions import (
+    TimeBase,
+    chunk_to_msg,
+    measured_positions,
+    msg_to_chunk,
+    stamp_clock,
+)
 from phil_control.core.motion import (
     Chunk,
     MotionPlanner,
@@ -76,7 +80,9 @@ from phil_control.core.motion import (
     RejectReason,
     chunk_trajectory,
 )
-from phil_control.ros_conversions import PARAMETERS, GeneratorConfig
+from phil_control.trajectory_generator import conversions as convert
+from phil_control.trajectory_generator import trajectory_log
+from phil_control.trajectory_generator.config import PARAMETERS, GeneratorConfig
 from phil_description.core import default_robot_model
 from phil_description.core.graph_key import GraphKey
 from phil_msgs.action import Gesture, Look, Move, Pose
@@ -128,14 +134,7 @@ class TrajectoryGenerator(Node):
         """
         super().__init__('trajectory_generator', **node_options)
         self.config = self._read_config()
-        if clock_ns is None:
-            ros_clock = self.get_clock()
-            clock_ns = (
-                time.monotonic_ns
-                if self.config.stamp_clock == 'monotonic'
-                else lambda: ros_clock.now().nanoseconds
-            )
-        self._clock_ns = clock_ns
+        self._clock_ns = clock_ns or stamp_clock(self.config.stamp_clock, self.get_clock())
         self.model = model if model is not None else default_robot_model()
         names = self.model.joint_names
         initial = self.config.initial_positions_rad
@@ -144,7 +143,7 @@ class TrajectoryGenerator(Node):
                 f'parameter initial_positions_rad needs {len(names)} values ({", ".join(names)}), '
                 f'got {len(initial)}'
             )
-        self._timebase = convert.TimeBase(self._clock_ns())
+        self._timebase = TimeBase(self._clock_ns())
         self._key = GraphKey.from_environment()
         self._latched = ''  # why the hardware is latched ('' while it is not)
         self._measured = None  # the last measured positions (motor states)
@@ -372,9 +371,7 @@ class TrajectoryGenerator(Node):
         self._pending.clear()
 
     def _publish_chunk(self, chunk: Chunk) -> None:
-        self._chunk_pub.publish(
-            sign_message(self._key, convert.chunk_to_msg(chunk, self._timebase))
-        )
+        self._chunk_pub.publish(sign_message(self._key, chunk_to_msg(chunk, self._timebase)))
 
     def _on_hardware(self, msg: HardwareStatus) -> None:
         """Follow the hardware latch: on it, end every goal, drop queued chunks and start the
@@ -446,7 +443,7 @@ class TrajectoryGenerator(Node):
                 throttle_duration_sec=2.0,
             )
             return
-        chunk = convert.msg_to_chunk(msg, self._timebase)
+        chunk = msg_to_chunk(msg, self._timebase)
         with self._lock:
             if self._latched:
                 # A score chunk still in flight when the latch came: taken, it would make the
@@ -473,9 +470,7 @@ class TrajectoryGenerator(Node):
     def _on_motor_states(self, msg: MotorStates) -> None:
         with self._lock:
             state = self._planner.state
-            positions = convert.measured_positions(
-                msg, self.model.joint_names, state.positions_rad
-            )
+            positions = measured_positions(msg, self.model.joint_names, state.positions_rad)
             self._measured = positions
             if self._planner.has_commanded:
                 return

@@ -1,0 +1,1 @@
+"""description_publisher: the latched robot description and drum-kit markers."""

@@ -1,0 +1,1 @@
+"""score_player: PLAY / HIT goals -> play chunks and hit events."""

@@ -1,0 +1,128 @@
+"""The score_player's parameters, validated once into ``PlayerConfig``."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from phil_control.conversions import STAMP_CLOCKS
+from phil_control.core.play import check_motion_lead_s, check_pedal_lead_s
+from phil_description.core.paths import installed_share_directory
+
+#: The workspace's scores folder when running from the source tree (``--symlink-install``).
+SOURCE_SCORES_DIR = Path(__file__).resolve().parents[3] / 'scores'
+PLAY_LIST_NAME = 'play_list.yaml'
+#: Audio folder name next to the play list.
+AUDIO_FOLDER = 'audio'
+
+#: The node's parameters: name -> (default, description).
+PARAMETERS = {
+    'play_list': (
+        '',
+        "play list YAML; '' = scores/play_list.yaml installed with phil_control or of the "
+        'source tree (if neither exists: no score can be played)',
+    ),
+    'audio_dir': ('', "folder of the audio tracks; '' = the folder 'audio' next to the play list"),
+    'audio_command': (
+        '',
+        "audio player: '' = silent, 'auto' = paplay or aplay if installed, or a command line "
+        "such as 'aplay -q' (the track path is appended)",
+    ),
+    'poll_period_s': (0.02, 'period of the generation / hits / feedback timer, s'),
+    'lead_s': (0.5, 'windows are generated one bar plus this far ahead of now, s'),
+    'margin_s': (0.1, 'earliest start of a new or replacing chunk after now, s'),
+    'feedback_period_s': (0.1, 'action feedback period, s'),
+    'motion_lead_s': (
+        0.0,
+        'the motion runs this far ahead of the music so the sticks land on the beat: the '
+        "drives' delay in following their commands, s (0..0.05)",
+    ),
+    'pedal_lead_s': (
+        0.0,
+        'the pedals run this much further ahead than the arms: how much later the pedal drives '
+        'follow than the arm drives, s (-0.05..0.05)',
+    ),
+    'log_dir': ('', "folder for hits.csv (one row per commanded hit); '' = no log"),
+    'wrist_torque': (
+        True,
+        'wrists in torque mode (EPOS4 CST, kp/kd + gravity) while playing, as upstream; false '
+        '= position mode (CSP) throughout',
+    ),
+    'stamp_clock': (
+        'ros',
+        'clock of every stamp: ros (the node clock, as the trajectory_generator) or monotonic',
+    ),
+}
+
+
+def default_play_list() -> Path | None:
+    """``scores/play_list.yaml`` installed in phil_control's share folder, else the one of the
+    source tree (``--symlink-install``), else None."""
+    candidates = [SOURCE_SCORES_DIR / PLAY_LIST_NAME]
+    share = installed_share_directory('phil_control')
+    if share is not None:
+        candidates.insert(0, share / 'scores' / PLAY_LIST_NAME)
+    return next((path for path in candidates if path.is_file()), None)
+
+
+@dataclass(frozen=True)
+class PlayerConfig:
+    """Validated node parameters (names, defaults and units: `PARAMETERS`)."""
+
+    play_list: Path | None
+    audio_dir: Path
+    audio_command: str
+    poll_period_s: float
+    lead_s: float
+    margin_s: float
+    feedback_period_s: float
+    log_dir: Path | None
+    stamp_clock: str
+    wrist_torque: bool = True
+    motion_lead_s: float = 0.0
+    pedal_lead_s: float = 0.0
+
+    @classmethod
+    def from_parameters(cls, values: dict) -> PlayerConfig:
+        """Build from parameter values.
+
+        Raises:
+            ValueError: Naming the first bad parameter (an explicit play list that does not
+                exist, a non-positive period, an unknown clock).
+        """
+        for name in ('poll_period_s', 'feedback_period_s', 'margin_s'):
+            if not (math.isfinite(values[name]) and values[name] > 0.0):
+                raise ValueError(
+                    f'parameter {name} must be positive and finite, got {values[name]}'
+                )
+        if not (math.isfinite(values['lead_s']) and values['lead_s'] >= 0.0):
+            raise ValueError(f'parameter lead_s must be >= 0 and finite, got {values["lead_s"]}')
+        if values['stamp_clock'] not in STAMP_CLOCKS:
+            raise ValueError(
+                f'parameter stamp_clock must be one of {", ".join(STAMP_CLOCKS)}, '
+                f'got {values["stamp_clock"]!r}'
+            )
+        try:
+            check_motion_lead_s(values['motion_lead_s'])
+            check_pedal_lead_s(values['pedal_lead_s'])
+        except ValueError as error:
+            raise ValueError(f'parameter {error}') from None
+        play_list = Path(values['play_list']) if values['play_list'] else default_play_list()
+        if values['play_list'] and not play_list.is_file():
+            raise ValueError(f'parameter play_list: no such file: {play_list}')
+        scores_dir = play_list.parent if play_list is not None else SOURCE_SCORES_DIR
+        return cls(
+            play_list=play_list,
+            audio_dir=Path(values['audio_dir'] or scores_dir / AUDIO_FOLDER),
+            audio_command=values['audio_command'],
+            poll_period_s=values['poll_period_s'],
+            lead_s=values['lead_s'],
+            margin_s=values['margin_s'],
+            feedback_period_s=values['feedback_period_s'],
+            log_dir=Path(values['log_dir']) if values['log_dir'] else None,
+            stamp_clock=values['stamp_clock'],
+            wrist_torque=bool(values['wrist_torque']),
+            motion_lead_s=float(values['motion_lead_s']),
+            pedal_lead_s=float(values['pedal_lead_s']),
+        )

@@ -1,0 +1,1 @@
+"""trajectory_generator: motion goals -> time-stamped chunks for the hardware."""

@@ -1,0 +1,1 @@
+"""hardware: the lifecycle node that owns the buses through the bus loop."""
