@@ -1,10 +1,14 @@
-"""The trajectory_generator's parameters, validated once into ``GeneratorConfig``."""
+"""The trajectory_generator's parameters: declared (each with its description) and validated
+once into a frozen ``Config``."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.node import Node
 from rclpy.parameter import Parameter
 
 from phil_control.conversions import STAMP_CLOCKS
@@ -15,8 +19,8 @@ MAX_ACTIVE_GOALS_LIMIT = 12
 
 
 @dataclass(frozen=True)
-class GeneratorConfig:
-    """Validated node parameters (names, defaults and units: ``PARAMETERS``)."""
+class Config:
+    """The validated parameters (names, defaults and units: ``PARAMETERS``)."""
 
     chunking: ChunkingConfig
     defaults: MotionDefaults
@@ -29,12 +33,33 @@ class GeneratorConfig:
     max_active_goals: int
     initial_positions_rad: tuple[float, ...]
     stamp_clock: str
+    log_dir: str  # '' = no log
 
     @classmethod
-    def from_parameters(cls, values: dict) -> GeneratorConfig:
-        """Build from parameter values. Raises ValueError naming the first bad parameter."""
+    def from_parameters(cls, node: Node, joint_names: Sequence[str]) -> Config:
+        """Declare every parameter on ``node`` (read-only: they are read once, here) and
+        validate them for a robot with ``joint_names``.
+
+        Raises:
+            ValueError: Naming the first bad parameter and what it allows.
+        """
+        values = {
+            name: node.declare_parameter(
+                name, default, ParameterDescriptor(description=description, read_only=True)
+            ).value
+            for name, (default, description) in PARAMETERS.items()
+        }
+        return cls.from_values(values, joint_names)
+
+    @classmethod
+    def from_values(cls, values: Mapping, joint_names: Sequence[str]) -> Config:
+        """Validate parameter ``values`` (every name of ``PARAMETERS``).
+
+        Raises:
+            ValueError: Naming the first bad parameter and what it allows.
+        """
         for name, value in values.items():
-            numeric = name not in ('initial_positions_rad', 'max_active_goals', 'stamp_clock')
+            numeric = name not in _NOT_POSITIVE_NUMBERS
             if numeric and not (math.isfinite(value) and value > 0.0):
                 raise ValueError(f'parameter {name} must be positive and finite, got {value}')
         if values['stamp_clock'] not in STAMP_CLOCKS:
@@ -45,6 +70,11 @@ class GeneratorConfig:
         initial = tuple(float(v) for v in values['initial_positions_rad'] or ())
         if not all(math.isfinite(v) for v in initial):
             raise ValueError(f'parameter initial_positions_rad must be finite, got {initial}')
+        if initial and len(initial) != len(joint_names):
+            raise ValueError(
+                f'parameter initial_positions_rad needs {len(joint_names)} values '
+                f'({", ".join(joint_names)}), got {len(initial)}'
+            )
         if values['start_lead_s'] > values['publish_lead_s']:
             raise ValueError(
                 f'parameter start_lead_s ({values["start_lead_s"]}) must not exceed '
@@ -75,6 +105,7 @@ class GeneratorConfig:
             max_active_goals=goals,
             initial_positions_rad=initial,
             stamp_clock=values['stamp_clock'],
+            log_dir=str(values['log_dir']),
         )
 
 
@@ -109,4 +140,7 @@ PARAMETERS = {
         'initial commanded positions in URDF joint order, rad; unset = init pose, then the '
         'measured positions on hardware/motor_states',
     ),
+    'log_dir': ('', "folder for trajectory.csv; '' = off"),
 }
+# Parameters that are not a positive number of seconds (or other unit).
+_NOT_POSITIVE_NUMBERS = ('initial_positions_rad', 'max_active_goals', 'stamp_clock', 'log_dir')

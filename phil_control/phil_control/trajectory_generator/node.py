@@ -45,9 +45,9 @@ Only the graph's own command path moves the robot: goals must carry a goal id si
 graph key (the behavior planner's), chunks on ``~/chunks`` its signature (the score player's);
 others are refused with the reason. Outgoing chunks are signed.
 
-Parameters: ``config.PARAMETERS`` (validated once into ``GeneratorConfig``; a bad value
-stops start-up), and ``log_dir``: every published chunk point goes to ``<log_dir>/trajectory.csv``
-(``trajectory_log``); '' = no log.
+Parameters: ``config.PARAMETERS`` (declared read-only and validated once into ``config.Config``;
+a bad value stops start-up); ``log_dir``: every published chunk point goes to
+``<log_dir>/trajectory.csv`` (``trajectory_log``), '' = no log.
 """
 
 from __future__ import annotations
@@ -58,7 +58,6 @@ from collections import deque
 from dataclasses import dataclass
 from functools import partial
 
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
@@ -82,7 +81,7 @@ from phil_control.core.motion import (
 )
 from phil_control.trajectory_generator import conversions as convert
 from phil_control.trajectory_generator import trajectory_log
-from phil_control.trajectory_generator.config import PARAMETERS, GeneratorConfig
+from phil_control.trajectory_generator.config import Config
 from phil_description.core import default_robot_model
 from phil_description.core.graph_key import GraphKey
 from phil_msgs.action import Gesture, Look, Move, Pose
@@ -133,16 +132,16 @@ class TrajectoryGenerator(Node):
             ValueError: Naming a bad parameter.
         """
         super().__init__('trajectory_generator', **node_options)
-        self.config = self._read_config()
-        self._clock_ns = clock_ns or stamp_clock(self.config.stamp_clock, self.get_clock())
+        # What destroy_node needs exists before anything can fail: a node whose construction
+        # stopped halfway (a refused parameter, Ctrl-C) is still destroyed by rclpy's shutdown.
+        self._lock = threading.Lock()
+        self._goals: list[_Goal] = []
+        self._closing = False
         self.model = model if model is not None else default_robot_model()
         names = self.model.joint_names
+        self.config = Config.from_parameters(self, names)
+        self._clock_ns = clock_ns or stamp_clock(self.config.stamp_clock, self.get_clock())
         initial = self.config.initial_positions_rad
-        if initial and len(initial) != len(names):
-            raise ValueError(
-                f'parameter initial_positions_rad needs {len(names)} values ({", ".join(names)}), '
-                f'got {len(initial)}'
-            )
         self._timebase = TimeBase(self._clock_ns())
         self._key = GraphKey.from_environment()
         self._latched = ''  # why the hardware is latched ('' while it is not)
@@ -155,23 +154,17 @@ class TrajectoryGenerator(Node):
             halt_deceleration_rad_s2=self.config.halt_deceleration_rad_s2,
             tolerance=self.config.continuity,
         )
-        self._lock = threading.Lock()
         self._pending: deque[Chunk] = deque()
-        self._goals: list[_Goal] = []
         # Accepted goals between _start and _execute: goal id -> (goal, or None and the reason).
         self._started: dict[bytes, tuple[_Goal | None, str | None]] = {}
-        self._closing = False
         io_group = MutuallyExclusiveCallbackGroup()
         action_group = ReentrantCallbackGroup()
         self._chunk_pub = self.create_publisher(
             TrajectoryChunk, 'hardware/trajectory_chunks', RELIABLE_QUEUE
         )
-        log_dir = self.declare_parameter(
-            'log_dir', '', ParameterDescriptor(description="folder for trajectory.csv; '' = off")
-        ).value
         self._chunk_pub = trajectory_log.logging_publisher(
             self._chunk_pub,
-            str(log_dir),
+            self.config.log_dir,
             self.model.joint_names,
             None if self.config.stamp_clock == 'monotonic' else self._clock_ns,
         )
@@ -232,20 +225,9 @@ class TrajectoryGenerator(Node):
                 self._resolve(goal, 'abort', 'trajectory_generator is shutting down')
 
     def destroy_node(self) -> None:
-        """``close_goals``, then destroy the node (also one that Ctrl-C interrupted in
-        ``__init__``)."""
-        if hasattr(self, '_goals'):
-            self.close_goals()
+        """``close_goals``, then destroy the node."""
+        self.close_goals()
         super().destroy_node()
-
-    def _read_config(self) -> GeneratorConfig:
-        values = {
-            name: self.declare_parameter(
-                name, default, ParameterDescriptor(description=description)
-            ).value
-            for name, (default, description) in PARAMETERS.items()
-        }
-        return GeneratorConfig.from_parameters(values)
 
     def _start(self, action, to_request, goal_handle) -> None:
         """Validate and plan an accepted goal and publish its first chunks at once, then let it
