@@ -7,7 +7,8 @@ count, at the time the bus loop sent it (udp_multicast frames carry their CLOCK_
 time). Prints one JSON line with
 p50/p99/max over the commands (goal p99 <= 20 ms; upstream could wait ~1 s behind idle filler).
 
-Usage: python phil_bringup/bench/bench_command_latency.py [--count 100]
+Usage: python phil_bringup/bench/bench_command_latency.py [--count 100] [--composed]
+(--composed: the command path's nodes in one process, the launcher's --composed.)
 """
 
 from __future__ import annotations
@@ -51,13 +52,16 @@ def last_wrist_target(capture: FrameCapture, end_index: int, node_id: int, gear:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--count', type=int, default=100)
+    parser.add_argument(
+        '--composed', action='store_true', help='the command path in one process (launcher)'
+    )
     args = parser.parse_args()
     motor = default_robot_model(sim=True).joint(JOINT).motor
     # Half an encoder count: a target one count away from the held one is the motion's start.
     resolution_rad = 0.5 * epos4.counts_to_position_rad(1, motor.gear_ratio)
     latencies_ms = []
     with tempfile.TemporaryDirectory() as folder:
-        graph = RunningGraph(Path(folder)).start()
+        graph = RunningGraph(Path(folder), ('--composed',) if args.composed else ()).start()
         # The wrist's bus only, stamped with the bus loop's send times: this process's own
         # lag in reading the frames must not count.
         capture = FrameCapture(graph.channels, send_times=True, buses=[int(motor.bus[3:])])
@@ -98,6 +102,7 @@ def main() -> None:
         json.dumps(
             {
                 'benchmark': 'tcp_command_to_first_frame',
+                'composed': args.composed,
                 'commands': args.count,
                 'measured': len(latencies_ms),
                 'p50_ms': round(p50_ms, 2),

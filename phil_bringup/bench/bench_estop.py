@@ -12,7 +12,7 @@ stolen vCPU stalls any code, 50-70 ms at a time here) and the figures of the sam
 which it took none (``*_without_steal``; /proc/stat counts steal in 10 ms steps), then the
 fault and QUIT figures.
 
-Usage: python phil_bringup/bench/bench_estop.py [--count 100]
+Usage: python phil_bringup/bench/bench_estop.py [--count 100] [--composed]
 """
 
 from __future__ import annotations
@@ -134,10 +134,17 @@ class Flood:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--count', type=int, default=100)
+    parser.add_argument(
+        '--composed',
+        action='store_true',
+        help='the command path in one process (launcher): healthy and flooded only, since '
+        'stopping or killing one of its nodes stops the TCP bridge with it',
+    )
     args = parser.parse_args()
+    stoppable, killable = ((), ()) if args.composed else (STOPPABLE, KILLABLE)
     lines = []
     with tempfile.TemporaryDirectory() as folder:
-        graph = RunningGraph(Path(folder)).start()
+        graph = RunningGraph(Path(folder), ('--composed',) if args.composed else ()).start()
         view = graph.bus_loop()
         try:
             graph.start_robot()
@@ -149,7 +156,7 @@ def main() -> None:
                 ('healthy', measure_estops(graph, view, args.count))
             ]
             fault_s: dict[str, float | None] = {}
-            for node in STOPPABLE:
+            for node in stoppable:
                 pid = graph.pid_of(node)
                 stopped_s = time.monotonic()
                 os.kill(pid, signal.SIGSTOP)
@@ -172,7 +179,7 @@ def main() -> None:
                 )
             finally:
                 flood.close()
-            for node in KILLABLE:
+            for node in killable:
                 killed_s = time.monotonic()
                 os.kill(graph.pid_of(node), signal.SIGKILL)
                 if node in MOTION_PATH:
@@ -183,6 +190,7 @@ def main() -> None:
                     {
                         'benchmark': 'tcp_estop_to_bus_loop_latch',
                         'condition': name,
+                        'composed': args.composed,
                         **figures,
                         'goal_p99_ms': GOAL_P99_MS,
                     }
@@ -202,7 +210,7 @@ def main() -> None:
             lines.append(
                 {
                     'benchmark': 'quit_after_crash_to_exit',
-                    'killed': list(KILLABLE),
+                    'killed': list(killable),
                     'seconds': round(time.monotonic() - quit_s, 2),
                     'exit_code': code,
                     'goal_s': 15.0,

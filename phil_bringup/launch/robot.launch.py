@@ -2,14 +2,17 @@
 
     ros2 launch phil_bringup robot.launch.py [sim:=true] [rviz:=true] [tcp_port:=1951]
         [tcp_address:=127.0.0.1] [log_dir:=/path] [rt_priority:=40] [network:=false]
+        [composed:=false]
 
 The node set comes from phil_bringup.core.node_set, the same declaration the launcher uses
-on machines without ROS launch. DDS stays on loopback unless network:=true (the rules of
+on machines without ROS launch (composed:=true runs the command path's nodes in one process,
+as the launcher's --composed does). DDS stays on loopback unless network:=true (the rules of
 phil_bringup.core.dds_scope, shared with the launcher).
 """
 
 import os
 import shlex
+import tempfile
 
 from launch import LaunchDescription
 from launch.actions import (
@@ -27,7 +30,12 @@ from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
 
 from phil_bringup.core.dds_scope import LOOPBACK_PROFILE, dds_scope, enclave_of
-from phil_bringup.core.node_set import nodes_for, sched_prefix, watched_nodes
+from phil_bringup.core.node_set import (
+    composed_parameters_yaml,
+    processes_for,
+    sched_prefix,
+    watched_nodes,
+)
 from phil_description.core.graph_key import GRAPH_KEY_ENV, GraphKey
 
 ARGUMENTS = {
@@ -41,6 +49,11 @@ ARGUMENTS = {
         'false',
         'DDS on every network interface instead of loopback only: anyone on '
         'the network can join the graph (secure it with SROS2).',
+    ),
+    'composed': (
+        'false',
+        'Run tcp_bridge, behavior_planner, trajectory_generator and score_player in one '
+        'process on one executor.',
     ),
 }
 
@@ -62,10 +75,14 @@ def dds_setup(context):
 
 def launch_setup(context):
     sim = LaunchConfiguration('sim').perform(context).lower() in ('true', '1')
+    composed = LaunchConfiguration('composed').perform(context).lower() in ('true', '1')
     log_dir = LaunchConfiguration('log_dir').perform(context)
     bringup_share = FindPackageShare('phil_bringup').perform(context)
     actions = []
-    for spec in nodes_for(sim):
+    for spec in processes_for(sim, composed):
+        if spec.members:
+            actions.append(composed_node(spec, sim, log_dir, bringup_share, context))
+            continue
         if not spec.ros_node:
             command = [spec.executable, *spec.arguments, '--ros']  # /phil/sim/impacts
             if log_dir:
@@ -81,20 +98,7 @@ def launch_setup(context):
         parameters = []
         if spec.parameter_file_for(sim):
             parameters.append(f'{bringup_share}/config/{spec.parameter_file_for(sim)}')
-        overrides = {'sim': sim}
-        if spec.watches:
-            overrides['watched_nodes'] = watched_nodes(spec)
-        if log_dir:
-            overrides['log_dir'] = log_dir
-        if spec.name == 'tcp_bridge':
-            overrides['address'] = LaunchConfiguration('tcp_address').perform(context)
-            overrides['port'] = int(LaunchConfiguration('tcp_port').perform(context))
-        if spec.name == 'hardware':
-            overrides['sched_priority'] = int(LaunchConfiguration('rt_priority').perform(context))
-        if spec.name == 'description_publisher':
-            # robot_state_publisher publishes /robot_description here.
-            overrides['publish_robot_description'] = False
-        parameters.append(overrides)
+        parameters.append(node_overrides(spec, sim, log_dir, context))
         actions.append(
             Node(
                 package=spec.package,
@@ -108,6 +112,50 @@ def launch_setup(context):
             )
         )
     return actions
+
+
+def node_overrides(spec, sim, log_dir, context):
+    """The values this launch sets on a node over its parameter file."""
+    overrides = {'sim': sim}
+    if spec.watches:
+        overrides['watched_nodes'] = watched_nodes(spec)
+    if log_dir:
+        overrides['log_dir'] = log_dir
+    if spec.name == 'tcp_bridge':
+        overrides['address'] = LaunchConfiguration('tcp_address').perform(context)
+        overrides['port'] = int(LaunchConfiguration('tcp_port').perform(context))
+    if spec.name == 'hardware':
+        overrides['sched_priority'] = int(LaunchConfiguration('rt_priority').perform(context))
+    if spec.name == 'description_publisher':
+        # robot_state_publisher publishes /robot_description here.
+        overrides['publish_robot_description'] = False
+    return overrides
+
+
+def composed_node(process, sim, log_dir, bringup_share, context):
+    """The composed ``process``: its executable with every member's parameter file, then one
+    file keyed by node name with this launch's values (a dict parameter would be written for
+    every node of the process, ``/**``). No name remapping: each node keeps its own name."""
+    parameters = [
+        f'{bringup_share}/config/{member.parameter_file_for(sim)}'
+        for member in process.members
+        if member.parameter_file_for(sim)
+    ]
+    values = {
+        member.name: node_overrides(member, sim, log_dir, context) for member in process.members
+    }
+    with tempfile.NamedTemporaryFile(
+        'w', prefix=f'phil-{process.name}-', suffix='.yaml', delete=False
+    ) as values_file:
+        values_file.write(composed_parameters_yaml(values))
+    return Node(
+        package=process.package,
+        executable=process.executable,
+        parameters=[*parameters, values_file.name],
+        ros_arguments=['--enclave', enclave_of(process.name)],
+        prefix=shlex.join(sched_prefix(process)) or None,
+        output='screen',
+    )
 
 
 def generate_launch_description() -> LaunchDescription:

@@ -10,8 +10,10 @@ bus loop disables the drives).
 
 DDS stays on loopback unless ``--network`` (see :mod:`phil_bringup.core.dds_scope`).
 
+``--composed`` runs the command path's nodes in one process (``process`` in the node set).
+
 Usage: ``python -m phil_bringup.launcher [--real] [--log-dir DIR] [--tcp-port N] [--demo ID]
-[--network]``
+[--network] [--composed]``
 """
 
 from __future__ import annotations
@@ -24,19 +26,16 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from phil_bringup.core.dds_scope import (
-    LOOPBACK_PROFILE,
-    PROFILE_VARIABLES,
-    dds_scope,
-    enclave_of,
-)
-from phil_bringup.core.node_set import NodeSpec, nodes_for, watched_nodes
+from phil_bringup.core.dds_scope import LOOPBACK_PROFILE, PROFILE_VARIABLES, dds_scope
+from phil_bringup.core.node_set import NodeSpec, nodes_for, processes_for
+from phil_bringup.process_commands import composed_command, config_path, node_command
 from phil_description.core.capped_log import CappedTextLog
 from phil_description.core.exit_status import CONFIG_ERROR_EXIT
 from phil_description.core.graph_key import GRAPH_KEY_ENV, GraphKey
@@ -83,47 +82,6 @@ def _prepare_child(niceness: int, rt_priority: int) -> None:
             )
 
 
-def package_prefix(package: str) -> Path:
-    """Install prefix of a ROS package, via the ament index."""
-    from ament_index_python.packages import get_package_prefix
-
-    return Path(get_package_prefix(package))
-
-
-def config_path(file_name: str) -> Path:
-    from ament_index_python.packages import get_package_share_directory
-
-    return Path(get_package_share_directory('phil_bringup')) / 'config' / file_name
-
-
-def node_command(
-    spec: NodeSpec, sim: bool, log_dir: Path | None = None, overrides: dict[str, str] | None = None
-) -> list[str]:
-    """The command line ``ros2 run`` would build for ``spec``; for a plain process the
-    ``overrides`` are its ``--option value`` pairs."""
-    executable = package_prefix(spec.package) / 'lib' / spec.package / spec.executable
-    command = [str(executable), *spec.arguments]
-    if not spec.ros_node:
-        if spec.executable == 'device_simulator' and log_dir is not None:
-            # Detected impacts go to the run folder (the plots and benchmarks read them).
-            command += ['--impacts-jsonl', str(log_dir / 'impacts.jsonl')]
-        for option, value in (overrides or {}).items():
-            command += [f'--{option}', value]
-        return command
-    command += ['--ros-args', '--enclave', enclave_of(spec.name), '-r', f'__node:={spec.name}']
-    parameter_file = spec.parameter_file_for(sim)
-    if parameter_file:
-        command += ['--params-file', str(config_path(parameter_file))]
-    parameters = {'sim': 'true' if sim else 'false', **(overrides or {})}
-    if spec.watches:
-        parameters['watched_nodes'] = '[' + ','.join(watched_nodes(spec)) + ']'
-    if log_dir is not None:
-        parameters['log_dir'] = str(log_dir)
-    for name, value in parameters.items():
-        command += ['-p', f'{name}:={value}']
-    return command
-
-
 @dataclass
 class Running:
     spec: NodeSpec
@@ -150,12 +108,13 @@ class Launcher:
         self._overrides = overrides or {}
         self._running: list[Running] = []
         self._stopping = False
+        self._scratch: tempfile.TemporaryDirectory | None = None
 
     def start(self) -> None:
         if self._log_dir is not None:
             self._log_dir.mkdir(parents=True, exist_ok=True)
         for spec in self._specs:
-            command = node_command(spec, self._sim, self._log_dir, self._overrides.get(spec.name))
+            command = self._command(spec)
             process = subprocess.Popen(
                 command,
                 stdout=subprocess.PIPE,
@@ -180,6 +139,16 @@ class Launcher:
                 raise RuntimeError(
                     f'{spec.name} did not report ready within {SIMULATOR_READY_TIMEOUT_S:.0f} s'
                 )
+
+    def _command(self, spec: NodeSpec) -> list[str]:
+        if not spec.members:
+            return node_command(spec, self._sim, self._log_dir, self._overrides.get(spec.name))
+        # Beside the logs it is a record of the run; without them, a folder removed when the
+        # launcher exits.
+        if self._log_dir is None and self._scratch is None:
+            self._scratch = tempfile.TemporaryDirectory(prefix='phil-launch-')
+        parameters_dir = self._log_dir or Path(self._scratch.name)
+        return composed_command(spec, self._sim, self._log_dir, self._overrides, parameters_dir)
 
     @staticmethod
     def _pump(running: Running, log: CappedTextLog | None) -> None:
@@ -277,15 +246,21 @@ class Launcher:
         file and its one line; the caller stops the graph (before any torque)."""
         if running.pump is not None:
             running.pump.join(1.0)  # its last line
-        parameter_file = running.spec.parameter_file_for(self._sim)
+        line = running.tail[-1] if running.tail else 'see its log'
+        spec, in_process = running.spec, ''
+        # A composed process names the node that refused it: 'tcp_bridge: configuration ...'.
+        for member in running.spec.members:
+            if line.startswith(f'{member.name}: '):
+                spec, line = member, line.removeprefix(f'{member.name}: ')
+                in_process = f' in {running.spec.name}'
+        parameter_file = spec.parameter_file_for(self._sim)
         where = (
             f" (parameters: {config_path(parameter_file)} and the launcher's overrides)"
             if parameter_file
             else ''
         )
-        line = running.tail[-1] if running.tail else 'see its log'
         print(
-            f'[phil] {running.spec.name}{where}: {line}; stopping the graph',
+            f'[phil] {spec.name}{where}{in_process}: {line}; stopping the graph',
             file=sys.stderr,
             flush=True,
         )
@@ -394,6 +369,12 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
         'e.g. tcp_bridge.reply_timeout_s=5.0',
     )
     parser.add_argument(
+        '--composed',
+        action='store_true',
+        help='run the command path (tcp_bridge, behavior_planner, trajectory_generator, '
+        'score_player) in one process on one executor instead of one process each',
+    )
+    parser.add_argument(
         '--demo',
         metavar='SCORE',
         default=None,
@@ -457,7 +438,7 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
-    launcher = Launcher(nodes_for(sim), sim, args.log_dir, overrides)
+    launcher = Launcher(processes_for(sim, args.composed), sim, args.log_dir, overrides)
     print(
         f'[phil] robot: {"simulated" if sim else "REAL"}; ROS_DOMAIN_ID='
         f'{os.environ.get("ROS_DOMAIN_ID", "0")}; brain TCP {args.tcp_address}:'

@@ -33,7 +33,7 @@ def test_launch_file_is_valid_python_built_from_the_node_set():
         if isinstance(node, ast.ImportFrom)
         for alias in node.names
     }
-    assert 'nodes_for' in imported
+    assert 'processes_for' in imported  # the node set, separate or composed
     functions = {node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
     assert 'generate_launch_description' in functions
     arguments = {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant)}

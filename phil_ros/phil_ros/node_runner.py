@@ -20,16 +20,17 @@ import gc
 import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import rclpy
+from rclpy.context import Context
 from rclpy.exceptions import ParameterException
 from rclpy.executors import Executor, ExternalShutdownException
 from rclpy.node import Node
 
 from phil_description.core.exit_status import CONFIG_ERROR_EXIT
 from phil_description.core.graph_key import GraphKey, GraphKeyError
-from phil_ros.executors import fastest_executor, spin_until
+from phil_ros.executors import SHUTDOWN_POLL_PERIOD_S, fastest_executor
 from phil_ros.graph_shutdown import exit_on_graph_shutdown
 
 # Longest teardown after spinning: the hardware node stops its bus loop (at most ~15 s) within it.
@@ -71,34 +72,36 @@ def run_node(
     ``TEARDOWN_TIMEOUT_S``; if it hangs, the process prints every thread's stack to stderr and
     exits with status 1 (see :func:`exit_if_stuck`).
     """
+    run_nodes({'': make_node}, args, make_executor, graph_shutdown)
+
+
+def run_nodes(
+    makers: Mapping[str, Callable[[], Node]],
+    args: list[str] | None = None,
+    make_executor: Callable[[], Executor] = fastest_executor,
+    graph_shutdown: bool = True,
+) -> None:
+    """:func:`run_node` for several nodes in one process, on ONE executor: ``makers`` maps
+    each node's name to its factory (built in that order, destroyed in reverse order).
+
+    A configuration refused by any node ends the process with status 78, its line naming the
+    node (the nodes built before it are destroyed). Spinning ends once every node has
+    followed the graph shutdown (each runs its own ``on_graph_shutdown``), or on Ctrl-C.
+    """
     stop_signals = StopSignals().install()
     rclpy.init(args=args)
-    node = executor = None
-    requested = threading.Event()
+    nodes: list[Node] = []
+    executor = None
     try:
         try:
-            try:
-                node = make_node()
-            except CONFIG_ERRORS as error:
-                if not rclpy.ok() or stop_signals.received:
-                    raise  # Ctrl-C while it was being built (see below)
-                # One line, no traceback: the launcher shows it and stops the graph.
-                sys.stderr.write(f'configuration refused: {error}\n')
-                sys.stderr.flush()
-                raise SystemExit(CONFIG_ERROR_EXIT) from None
-            if graph_shutdown:
-                try:
-                    key = GraphKey.from_environment()
-                except GraphKeyError as error:
-                    node.get_logger().warning(f'not following the graph shutdown: {error}')
-                else:
-                    exit_on_graph_shutdown(
-                        node, requested, key, getattr(node, 'on_graph_shutdown', None)
-                    )
+            for name, make_node in makers.items():
+                nodes.append(_build_node(name, make_node, stop_signals))
+            requests = [_follow_graph_shutdown(node, graph_shutdown) for node in nodes]
             executor = make_executor()
-            executor.add_node(node)
+            for node in nodes:
+                executor.add_node(node)
             freeze_start_up_objects()
-            spin_until(executor, node, requested, lambda: stop_signals.received)
+            _spin_until_all(executor, nodes[0].context, requests, lambda: stop_signals.received)
         finally:
             # Armed before the handlers below: clearing a caught exception can already free
             # rcl handles (its traceback holds the frames that own them).
@@ -112,11 +115,53 @@ def run_node(
         if rclpy.ok() and not stop_signals.received:
             raise
     finally:
-        if node is not None:
-            node.destroy_node()
+        while nodes:
+            nodes.pop().destroy_node()
         rclpy.try_shutdown()
-        node = executor = None  # freed while the guard still watches
+        executor = None  # freed while the guard still watches
         faulthandler.cancel_dump_traceback_later()
+
+
+def _build_node(name: str, make_node: Callable[[], Node], stop_signals: StopSignals) -> Node:
+    """``make_node()``; a refused configuration ends the process with status 78 and one line
+    (``name`` says which node of several refused it)."""
+    try:
+        return make_node()
+    except CONFIG_ERRORS as error:
+        if not rclpy.ok() or stop_signals.received:
+            raise  # Ctrl-C while it was being built (see run_nodes)
+        # One line, no traceback: the launcher shows it and stops the graph.
+        which = f'{name}: ' if name else ''
+        sys.stderr.write(f'{which}configuration refused: {error}\n')
+        sys.stderr.flush()
+        raise SystemExit(CONFIG_ERROR_EXIT) from None
+
+
+def _follow_graph_shutdown(node: Node, graph_shutdown: bool) -> threading.Event:
+    """The event the graph shutdown sets for ``node`` (never set without ``graph_shutdown``
+    or without ``PHIL_GRAPH_KEY``: the node then says so and runs until stopped)."""
+    requested = threading.Event()
+    if not graph_shutdown:
+        return requested
+    try:
+        key = GraphKey.from_environment()
+    except GraphKeyError as error:
+        node.get_logger().warning(f'not following the graph shutdown: {error}')
+    else:
+        exit_on_graph_shutdown(node, requested, key, getattr(node, 'on_graph_shutdown', None))
+    return requested
+
+
+def _spin_until_all(
+    executor: Executor,
+    context: Context,
+    requests: list[threading.Event],
+    signalled: Callable[[], bool],
+) -> None:
+    """Spin until every one of ``requests`` is set, ``signalled()`` is true or ``context``
+    shuts down (:func:`phil_ros.executors.spin_until` for several nodes)."""
+    while context.ok() and not all(r.is_set() for r in requests) and not signalled():
+        executor.spin_once(timeout_sec=SHUTDOWN_POLL_PERIOD_S)
 
 
 def freeze_start_up_objects() -> None:

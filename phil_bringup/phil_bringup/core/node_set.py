@@ -6,6 +6,8 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field
 
+import yaml
+
 
 @dataclass(frozen=True)
 class NodeSpec:
@@ -30,6 +32,11 @@ class NodeSpec:
         watches: whose heartbeats the node watches (its ``watched_nodes`` parameter):
             ``'motion_path'`` the other motion-path nodes, ``'graph'`` every other ROS node,
             '' none.
+        process: the process it shares with the other nodes of that name when the graph is
+            composed (launcher ``--composed``, ``composed:=true``); '' its own process always.
+            The process's executable (``phil_bringup/<process>``) builds exactly those nodes.
+        members: for a composed process, the nodes it runs (each keeps its own name and
+            parameter file); () for a single node.
     """
 
     package: str
@@ -44,6 +51,8 @@ class NodeSpec:
     rt_priority: int = 0
     motion_path: bool = False
     watches: str = ''
+    process: str = ''
+    members: tuple[NodeSpec, ...] = field(default_factory=tuple)
 
     def parameter_file_for(self, sim: bool) -> str:
         return self.sim_parameter_file if sim and self.sim_parameter_file else self.parameter_file
@@ -73,6 +82,13 @@ SIMULATOR_RT_PRIORITY = 20
 #: path's priority it waited for a round-robin slice of a busy peer: TCP ESTOP -> latched p99
 #: 100-300 ms. It does little work of its own; the planner does the deciding.
 ESTOP_PATH_RT_PRIORITY = 25
+#: The TCP bridge, the planner, the trajectory generator and the score player in one process
+#: when the graph is composed. It runs at the highest priority of its nodes (the TCP bridge's,
+#: ESTOP_PATH_RT_PRIORITY): the TCP server thread that reads an ESTOP line needs the one
+#: Python lock (GIL) of the process, and the thread holding it (the executor, deciding for the
+#: command path) must run as soon as the line arrives. Below the simulator it could wait for
+#: the simulator's bursts while holding the lock: the ESTOP would wait with it.
+COMMAND_PATH_PROCESS = 'command_path'
 
 #: Start order: the simulated devices first (the hardware node discovers them at start-up).
 NODE_SET: tuple[NodeSpec, ...] = (
@@ -112,6 +128,7 @@ NODE_SET: tuple[NodeSpec, ...] = (
         niceness=COMMAND_PATH_NICENESS,
         rt_priority=COMMAND_PATH_RT_PRIORITY,
         motion_path=True,
+        process=COMMAND_PATH_PROCESS,
     ),
     # On the motion path too: a burst of commands must not starve the windows it generates a
     # bar ahead, nor its heartbeat (a 1000-line flood at time-sharing priority kept it silent
@@ -126,6 +143,7 @@ NODE_SET: tuple[NodeSpec, ...] = (
         rt_priority=COMMAND_PATH_RT_PRIORITY,
         motion_path=True,
         watches='motion_path',
+        process=COMMAND_PATH_PROCESS,
     ),
     NodeSpec(
         'phil_control',
@@ -136,6 +154,7 @@ NODE_SET: tuple[NodeSpec, ...] = (
         rt_priority=COMMAND_PATH_RT_PRIORITY,
         motion_path=True,
         watches='graph',
+        process=COMMAND_PATH_PROCESS,
     ),
     NodeSpec(
         'phil_control',
@@ -144,6 +163,7 @@ NODE_SET: tuple[NodeSpec, ...] = (
         parameter_file='tcp_bridge.yaml',
         niceness=COMMAND_PATH_NICENESS,
         rt_priority=ESTOP_PATH_RT_PRIORITY,
+        process=COMMAND_PATH_PROCESS,
     ),
 )
 
@@ -173,6 +193,36 @@ def nodes_for(sim: bool) -> list[NodeSpec]:
     return [node for node in NODE_SET if sim or not node.sim_only]
 
 
+def processes_for(sim: bool, composed: bool = False) -> list[NodeSpec]:
+    """The processes to start, in start order: ``nodes_for(sim)``, or with ``composed`` the
+    nodes of each shared ``process`` as one spec (at its first node's place) whose ``members``
+    are those nodes: SCHED_RR at their highest ``rt_priority``, at their lowest niceness."""
+    nodes = nodes_for(sim)
+    if not composed:
+        return nodes
+    processes: list[NodeSpec] = []
+    for node in nodes:
+        if not node.process:
+            processes.append(node)
+        elif all(spec.name != node.process for spec in processes):
+            processes.append(composed_process(node.process, nodes))
+    return processes
+
+
+def composed_process(process: str, nodes: list[NodeSpec]) -> NodeSpec:
+    """The spec of the shared ``process`` that runs the ``nodes`` declared to be in it."""
+    members = tuple(node for node in nodes if node.process == process)
+    return NodeSpec(
+        'phil_bringup',
+        process,
+        process,
+        niceness=min(node.niceness for node in members),
+        rt_priority=max(node.rt_priority for node in members),
+        motion_path=any(node.motion_path for node in members),
+        members=members,
+    )
+
+
 def watched_nodes(
     spec: NodeSpec, specs: list[NodeSpec] | tuple[NodeSpec, ...] = NODE_SET
 ) -> list[str]:
@@ -183,3 +233,12 @@ def watched_nodes(
     if spec.watches == 'graph':
         return [other.name for other in others]
     return []
+
+
+def composed_parameters_yaml(parameters: dict[str, dict[str, object]]) -> str:
+    """A parameter file setting each node's ``parameters`` (keyed by node name): the one way
+    to give the nodes of a shared process values of their own (``-p`` sets every node)."""
+    return yaml.safe_dump(
+        {node: {'ros__parameters': values} for node, values in parameters.items()},
+        sort_keys=False,
+    )
