@@ -4,9 +4,7 @@ Topics:
     /robot_description (std_msgs/String, transient local): the expanded URDF.
     /phil/kit_markers (visualization_msgs/MarkerArray, transient local): pads, strike points.
 
-Parameters:
-    sim (bool, false): expand the URDF with the simulated buses.
-    publish_robot_description (bool, true): false where robot_state_publisher already does.
+Parameters: ``config.PARAMETERS`` (``sim``, ``publish_robot_description``), read-only.
 """
 
 from __future__ import annotations
@@ -15,6 +13,7 @@ from rclpy.node import Node
 from std_msgs.msg import String
 from visualization_msgs.msg import Marker, MarkerArray
 
+from phil_bringup.description_publisher.config import Config
 from phil_description.core import default_robot_model
 from phil_description.kit_markers import MarkerSpec, kit_marker_specs
 from phil_ros.heartbeats import Liveness
@@ -48,18 +47,17 @@ class DescriptionPublisher(Node):
 
     def __init__(self, **node_options) -> None:
         super().__init__('description_publisher', **node_options)
-        sim = bool(self.declare_parameter('sim', False).value)
-        publish_description = bool(self.declare_parameter('publish_robot_description', True).value)
-        model = default_robot_model(sim=sim)
-        if publish_description:
+        config = Config.from_parameters(self)
+        model = default_robot_model(sim=config.sim)
+        if config.publish_robot_description:
             self._description_pub = self.create_publisher(String, 'robot_description', LATCHED)
             self._description_pub.publish(String(data=model.urdf_xml))
         self._markers_pub = self.create_publisher(MarkerArray, 'phil/kit_markers', LATCHED)
         markers = MarkerArray(markers=[to_marker(spec) for spec in kit_marker_specs(model.kit)])
         self._markers_pub.publish(markers)
         self.get_logger().info(
-            f'robot model: {len(model.joints)} joints, sim={sim}; published '
-            f'{"robot_description and " if publish_description else ""}'
+            f'robot model: {len(model.joints)} joints, sim={config.sim}; published '
+            f'{"robot_description and " if config.publish_robot_description else ""}'
             f'{len(markers.markers)} kit markers'
         )
         self._liveness = Liveness(self)

@@ -63,22 +63,20 @@ import threading
 import time
 from concurrent import futures
 from functools import partial
-from pathlib import Path
 
 from lifecycle_msgs.srv import GetState
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 from sensor_msgs.msg import JointState
 
-from phil_description.core import default_robot_model
 from phil_description.core.estop_word import EstopWord, estop_word_name
 from phil_description.core.graph_key import GraphKey, ReplayGuard
 from phil_description.core.liveness import NodeDown, node_name
 from phil_hardware.hardware import conversions as convert
 from phil_hardware.hardware.command_inputs import CommandInputs, not_running_reason
-from phil_hardware.hardware.config import PARAMETERS, bus_loop_config, publish_rates_hz
+from phil_hardware.hardware.config import Config
 from phil_hardware.hardware.csv_logs import MotorCsvLog, TickCsvLog
-from phil_hardware.rt import BusLoopClient, BusLoopConfig, BusLoopError
+from phil_hardware.rt import BusLoopClient, BusLoopError
 from phil_msgs.msg import Fault, HardwareStatus, MotorStates
 from phil_msgs.srv import HardwareRequest
 from phil_ros.executors import CompanionNode
@@ -102,31 +100,34 @@ class HardwareNode(LifecycleNode):
         # rclpy's lifecycle services would let any node switch torque: transitions come only
         # from a signed ~/request; ~/get_state is served here for lifecycle tools.
         super().__init__('hardware', enable_communication_interface=False, **node_options)
-        values = {
-            name: self.declare_parameter(name, default).value
-            for name, default in PARAMETERS.items()
-        }
-        self._model = default_robot_model(sim=bool(values['sim']))
+        # Everything destroy_node closes starts as None, before anything can fail: a node whose
+        # construction stopped halfway (a refused parameter, Ctrl-C) is still destroyed by
+        # rclpy's shutdown.
+        self._lock = threading.Lock()
+        self._client: BusLoopClient | None = None
+        self._motor_log: MotorCsvLog | None = None
+        self._tick_log: TickCsvLog | None = None
+        self._estop_word: EstopWord | None = None
+        self._watching: CompanionNode | None = None
+        self._commands: CommandInputs | None = None
+        self._joint_state_thread: threading.Thread | None = None
+        self._stop_publishing = threading.Event()
+        self._config = Config.from_parameters(
+            self, estop_word_name(self.context.get_domain_id(), self.get_fully_qualified_name())
+        )
+        self._model = self._config.model
+        self._bus_loop = self._config.bus_loop
         self._key = GraphKey.from_environment()
         self._replays = ReplayGuard()
-        self._estop_word = EstopWord.create(
-            estop_word_name(self.context.get_domain_id(), self.get_fully_qualified_name())
-        )
-        self._config = self._bus_loop_config()  # bad parameters fail at start-up
-        self._watched = tuple(node_name(name) for name in values['watched_nodes'] if name)
-        rates = publish_rates_hz(values)
-        self._log_dir = str(values['log_dir'])
+        self._estop_word = EstopWord.create(self._bus_loop.estop_word)
+        self._watched = tuple(node_name(name) for name in self._config.watched_nodes)
         self._clock_bridge = convert.ClockBridge()
-        self._client: BusLoopClient | None = None
         self._lifecycle = 'unconfigured'
         self._origins_set = False  # see on_configure
         self._published_state = 'unconfigured'
         self._node_faults: list[Fault] = []
         self._missing: tuple[str, ...] = ()  # from a failed discovery, once the loop is gone
         self._last_status_key = None
-        self._motor_log: MotorCsvLog | None = None
-        self._tick_log: TickCsvLog | None = None
-        self._lock = threading.Lock()
         io_group = MutuallyExclusiveCallbackGroup()
         command_group = ReentrantCallbackGroup()
         self._joint_pub = self.create_publisher(JointState, '/joint_states', 10)
@@ -139,18 +140,19 @@ class HardwareNode(LifecycleNode):
             GetState, '~/get_state', self._on_get_state, callback_group=command_group
         )
         self.create_timer(
-            1.0 / rates['motor_state_rate_hz'], self._publish_motor_states, callback_group=io_group
+            1.0 / self._config.motor_state_rate_hz,
+            self._publish_motor_states,
+            callback_group=io_group,
         )
         self.create_timer(
-            1.0 / rates['status_rate_hz'],
+            1.0 / self._config.status_rate_hz,
             lambda: self._publish_status(True),
             callback_group=io_group,
         )
         self._publish_status(True)
-        self._stop_publishing = threading.Event()
         self._joint_state_thread = threading.Thread(
             target=self._joint_state_loop,
-            args=(1.0 / rates['joint_state_rate_hz'],),
+            args=(1.0 / self._config.joint_state_rate_hz,),
             name='phil-joint-states',
             daemon=True,
         )
@@ -160,7 +162,7 @@ class HardwareNode(LifecycleNode):
             lambda: (self._client, self._lifecycle),
             self._estop_word,
             self._clock_bridge,
-            bool(values['joint_trajectory_enabled']),
+            self._config.joint_trajectory_enabled,
         )
         # Heartbeats and the watch on an executor thread of their own: transitions block the
         # main one for seconds, and the command thread carries the chunks. Each heartbeat is
@@ -169,22 +171,16 @@ class HardwareNode(LifecycleNode):
         self._liveness = Liveness(
             self,
             self._watched,
-            float(values['liveness_timeout_s']),
+            self._config.liveness_timeout_s,
             on_down=self._on_node_down,
             on_beat=self._beat,
             spins=self._watching.node,
         )
         self._watching.start()
-        if values['configure_on_start']:
+        if self._config.configure_on_start:
             self._start_timer = self.create_timer(
                 0.0, self._configure_once, callback_group=command_group
             )
-
-    def _bus_loop_config(self) -> BusLoopConfig:
-        """The bus-loop configuration from the current parameter values (see
-        ``config.bus_loop_config`` for what a bad value raises)."""
-        values = {name: self.get_parameter(name).value for name in PARAMETERS}
-        return bus_loop_config(values, self._model, self._estop_word.path.name)
 
     # ------------------------------------------------------------------ lifecycle
     def _configure_once(self) -> None:
@@ -253,9 +249,9 @@ class HardwareNode(LifecycleNode):
                     raise
 
     def on_configure(self, state) -> TransitionCallbackReturn:
-        try:
-            self._config = self._bus_loop_config()
-        except (KeyError, ValueError) as error:
+        try:  # the bus-loop parameters may have changed since start-up (allow_missing)
+            self._bus_loop = self._config.current_bus_loop(self)
+        except ValueError as error:
             self._node_faults = [
                 Fault(code=Fault.CODE_BUS_ERROR, reason=f'configure failed: {error}')
             ]
@@ -263,7 +259,7 @@ class HardwareNode(LifecycleNode):
             self._publish_status(True)
             return TransitionCallbackReturn.FAILURE
         try:
-            self._client = BusLoopClient(self._config).start()
+            self._client = BusLoopClient(self._bus_loop).start()
         except BusLoopError as error:
             self._node_faults = [
                 Fault(code=Fault.CODE_PROCESS_DIED, reason=f'bus loop did not start: {error}')
@@ -285,9 +281,10 @@ class HardwareNode(LifecycleNode):
             self._stop_client()
             return outcome
         self._origins_set = True
-        if self._log_dir:
-            self._motor_log = MotorCsvLog(Path(self._log_dir) / 'motors.csv')
-            self._tick_log = TickCsvLog(Path(self._log_dir) / 'ticks.csv')
+        log_dir = self._config.log_dir
+        if log_dir is not None:
+            self._motor_log = MotorCsvLog(log_dir / 'motors.csv')
+            self._tick_log = TickCsvLog(log_dir / 'ticks.csv')
         return outcome
 
     def on_activate(self, state) -> TransitionCallbackReturn:
@@ -345,19 +342,15 @@ class HardwareNode(LifecycleNode):
         self._stop_client()
 
     def destroy_node(self) -> None:
-        # Also runs on a node Ctrl-C interrupted in __init__ (rclpy's shutdown destroys it).
-        for companion in (getattr(self, '_watching', None), getattr(self, '_commands', None)):
+        for companion in (self._watching, self._commands):
             if companion is not None:
                 companion.close()
-        stop = getattr(self, '_stop_publishing', None)
-        if stop is not None:
-            stop.set()
+        self._stop_publishing.set()
+        if self._joint_state_thread is not None:
             self._joint_state_thread.join(2.0)
-        if hasattr(self, '_lock'):  # the last attribute _stop_client needs
-            self._stop_client()
-        word = getattr(self, '_estop_word', None)
-        if word is not None:
-            word.close()
+        self._stop_client()
+        if self._estop_word is not None:
+            self._estop_word.close()
         super().destroy_node()
 
     # ------------------------------------------------------------------ requests
