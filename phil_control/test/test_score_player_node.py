@@ -32,7 +32,7 @@ from phil_control.core.score import load_play_list, load_score, write_play_list 
 from phil_control.score_player.config import (  # noqa: E402
     PARAMETERS,
     SOURCE_SCORES_DIR,
-    PlayerConfig,
+    Config,
     default_play_list,
 )
 from phil_control.score_player.node import ScorePlayer  # noqa: E402
@@ -598,16 +598,16 @@ def test_hit_goal_strikes_once(harness):
 
 def test_default_play_list_is_the_workspace_one():
     values = {name: default for name, (default, _) in PARAMETERS.items()}
-    config = PlayerConfig.from_parameters(values)  # installed scores, else the source tree's
+    config = Config.from_values(values)  # installed scores, else the source tree's
     assert config.play_list in (SOURCE_SCORES_DIR / 'play_list.yaml', default_play_list())
     assert 'rock' in load_play_list(config.play_list)
     assert config.audio_dir == config.play_list.parent / 'audio'
     with pytest.raises(ValueError, match='play_list'):
-        PlayerConfig.from_parameters({**values, 'play_list': '/nonexistent.yaml'})
+        Config.from_values({**values, 'play_list': '/nonexistent.yaml'})
     with pytest.raises(ValueError, match='poll_period_s'):
-        PlayerConfig.from_parameters({**values, 'poll_period_s': 0.0})
+        Config.from_values({**values, 'poll_period_s': 0.0})
     with pytest.raises(ValueError, match='parameter motion_lead_s'):
-        PlayerConfig.from_parameters({**values, 'motion_lead_s': 0.5})
+        Config.from_values({**values, 'motion_lead_s': 0.5})
     with pytest.raises(ValueError, match='parameter pedal_lead_s'):
-        PlayerConfig.from_parameters({**values, 'pedal_lead_s': math.nan})
-    assert PlayerConfig.from_parameters({**values, 'pedal_lead_s': -0.001}).pedal_lead_s == -0.001
+        Config.from_values({**values, 'pedal_lead_s': math.nan})
+    assert Config.from_values({**values, 'pedal_lead_s': -0.001}).pedal_lead_s == -0.001

@@ -1,13 +1,19 @@
-"""The score_player's parameters, validated once into ``PlayerConfig``."""
+"""The score_player's parameters: declared (each with its description) and validated once
+into a frozen ``Config``."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.node import Node
+
 from phil_control.conversions import STAMP_CLOCKS
 from phil_control.core.play import check_motion_lead_s, check_pedal_lead_s
+from phil_description.core.liveness import DEFAULT_LIVENESS_TIMEOUT_S
 from phil_description.core.paths import installed_share_directory
 
 #: The workspace's scores folder when running from the source tree (``--symlink-install``).
@@ -53,6 +59,15 @@ PARAMETERS = {
         'ros',
         'clock of every stamp: ros (the node clock, as the trajectory_generator) or monotonic',
     ),
+    'watched_nodes': (
+        [''],
+        'nodes whose heartbeats are watched (the launcher passes the motion path): one that '
+        'goes down ends the running goal',
+    ),
+    'liveness_timeout_s': (
+        DEFAULT_LIVENESS_TIMEOUT_S,
+        'a running watched node silent this long counts as down, s',
+    ),
 }
 
 
@@ -67,8 +82,8 @@ def default_play_list() -> Path | None:
 
 
 @dataclass(frozen=True)
-class PlayerConfig:
-    """Validated node parameters (names, defaults and units: `PARAMETERS`)."""
+class Config:
+    """The validated parameters (names, defaults and units: `PARAMETERS`)."""
 
     play_list: Path | None
     audio_dir: Path
@@ -82,16 +97,34 @@ class PlayerConfig:
     wrist_torque: bool = True
     motion_lead_s: float = 0.0
     pedal_lead_s: float = 0.0
+    watched_nodes: tuple[str, ...] = ()
+    liveness_timeout_s: float = DEFAULT_LIVENESS_TIMEOUT_S
 
     @classmethod
-    def from_parameters(cls, values: dict) -> PlayerConfig:
-        """Build from parameter values.
+    def from_parameters(cls, node: Node) -> Config:
+        """Declare every parameter on ``node`` (read-only: they are read once, here) and
+        validate them.
+
+        Raises:
+            ValueError: Naming the first bad parameter and what it allows.
+        """
+        values = {
+            name: node.declare_parameter(
+                name, default, ParameterDescriptor(description=description, read_only=True)
+            ).value
+            for name, (default, description) in PARAMETERS.items()
+        }
+        return cls.from_values(values)
+
+    @classmethod
+    def from_values(cls, values: Mapping) -> Config:
+        """Validate parameter ``values`` (every name of ``PARAMETERS``).
 
         Raises:
             ValueError: Naming the first bad parameter (an explicit play list that does not
                 exist, a non-positive period, an unknown clock).
         """
-        for name in ('poll_period_s', 'feedback_period_s', 'margin_s'):
+        for name in ('poll_period_s', 'feedback_period_s', 'margin_s', 'liveness_timeout_s'):
             if not (math.isfinite(values[name]) and values[name] > 0.0):
                 raise ValueError(
                     f'parameter {name} must be positive and finite, got {values[name]}'
@@ -125,4 +158,6 @@ class PlayerConfig:
             wrist_torque=bool(values['wrist_torque']),
             motion_lead_s=float(values['motion_lead_s']),
             pedal_lead_s=float(values['pedal_lead_s']),
+            watched_nodes=tuple(name for name in values['watched_nodes'] if name),
+            liveness_timeout_s=float(values['liveness_timeout_s']),
         )

@@ -24,8 +24,8 @@ A timer (``poll_period_s``) generates the due windows (one bar plus ``lead_s`` a
 hits, sends feedback and ends the goal. Concurrency and clock follow the trajectory_generator:
 a single-threaded executor, no callback blocks (execute callbacks are coroutines awaiting their
 goal's ``waking_future``); one lock guards the session; stamps are on the ROS clock unless
-``stamp_clock: monotonic``. Parameters: ``config.PARAMETERS`` (validated once into
-``PlayerConfig``), ``watched_nodes`` and ``liveness_timeout_s``.
+``stamp_clock: monotonic``. Parameters: ``config.PARAMETERS`` (declared read-only and validated
+once into ``config.Config``; ``watched_nodes`` and ``liveness_timeout_s`` among them).
 
 Only what reached the motors counts: when the hardware latches (``hardware/status``: ESTOP or a
 fault, stamped) or a watched node it needs stops sending heartbeats (the hardware node or the
@@ -43,7 +43,6 @@ import time
 from dataclasses import dataclass, field
 from functools import partial
 
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.action import ActionServer, CancelResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
@@ -64,8 +63,13 @@ from phil_control.core.play import (
 from phil_control.core.score import PlayListFile, SpeedError, normalize_speed
 from phil_control.core.score.limits import quote
 from phil_control.score_player import conversions as convert
-from phil_control.score_player.audio import AudioPlayer, TrackFinder, make_audio_player
-from phil_control.score_player.config import PARAMETERS, PlayerConfig
+from phil_control.score_player.audio import (
+    AudioPlayer,
+    SilentPlayer,
+    TrackFinder,
+    make_audio_player,
+)
+from phil_control.score_player.config import Config
 from phil_control.score_player.hit_log import HitLog
 from phil_description.core import default_robot_model
 from phil_description.core.graph_key import GraphKey
@@ -75,7 +79,7 @@ from phil_msgs.msg import HardwareStatus, HitEvent, RobotStatus, TrajectoryChunk
 from phil_msgs.srv import SetSpeed, Trigger
 from phil_ros.executors import waiting_executor
 from phil_ros.graph_safety import sign_message
-from phil_ros.heartbeats import DEFAULT_LIVENESS_TIMEOUT_S, Liveness
+from phil_ros.heartbeats import Liveness
 from phil_ros.node_runner import run_node
 from phil_ros.qos import LATCHED, RELIABLE_QUEUE
 from phil_ros.waking_future import complete, waking_future
@@ -130,14 +134,14 @@ class ScorePlayer(Node):
             ValueError: Naming a bad parameter or a malformed play list.
         """
         super().__init__('score_player', **node_options)
-        self.config = PlayerConfig.from_parameters(
-            {
-                name: self.declare_parameter(
-                    name, default, ParameterDescriptor(description=description)
-                ).value
-                for name, (default, description) in PARAMETERS.items()
-            }
-        )
+        # What destroy_node needs exists before anything can fail: a node whose construction
+        # stopped halfway (a refused parameter, Ctrl-C) is still destroyed by rclpy's shutdown.
+        self._lock = threading.Lock()
+        self._goal: _Goal | None = None
+        self._closing = False
+        self.audio: AudioPlayer = SilentPlayer()  # until the parameters choose one
+        self._hit_log: HitLog | None = None
+        self.config = Config.from_parameters(self)
         self._key = GraphKey.from_environment()
         self._clock_ns = clock_ns or stamp_clock(self.config.stamp_clock, self.get_clock())
         self._timebase = TimeBase(self._clock_ns())
@@ -164,10 +168,7 @@ class ScorePlayer(Node):
         )
         self._track = TrackFinder(self.config.audio_dir, warn)
         self._hit_log = HitLog(self.config.log_dir) if self.config.log_dir else None
-        self._lock = threading.Lock()
         self._state: JointState | None = None
-        self._goal: _Goal | None = None
-        self._closing = False
         io_group = MutuallyExclusiveCallbackGroup()
         action_group = ReentrantCallbackGroup()
         self._chunk_pub = self.create_publisher(
@@ -191,11 +192,12 @@ class ScorePlayer(Node):
         self.create_subscription(
             HardwareStatus, 'hardware/status', self._on_hardware, LATCHED, callback_group=io_group
         )
-        watched = [name for name in self.declare_parameter('watched_nodes', ['']).value if name]
-        liveness_timeout_s = float(
-            self.declare_parameter('liveness_timeout_s', DEFAULT_LIVENESS_TIMEOUT_S).value
+        self._liveness = Liveness(
+            self,
+            self.config.watched_nodes,
+            self.config.liveness_timeout_s,
+            on_down=self._on_node_down,
         )
-        self._liveness = Liveness(self, watched, liveness_timeout_s, on_down=self._on_node_down)
 
         self.create_service(Trigger, '~/pause', self._on_pause, callback_group=io_group)
         self.create_service(Trigger, '~/stop', self._on_stop, callback_group=io_group)
@@ -232,11 +234,9 @@ class ScorePlayer(Node):
         self.audio.stop()
 
     def destroy_node(self) -> None:
-        """``close_goals``, close the hit log, then destroy the node (also one that Ctrl-C
-        interrupted in ``__init__``)."""
-        if hasattr(self, '_closing'):  # the last attribute close_goals needs
-            self.close_goals()
-        if getattr(self, '_hit_log', None) is not None:
+        """``close_goals``, close the hit log, then destroy the node."""
+        self.close_goals()
+        if self._hit_log is not None:
             self._hit_log.close()
         super().destroy_node()
 
