@@ -93,11 +93,7 @@ def test_parameter_files_only_set_parameters_the_nodes_declare():
     """A typo in a YAML key would silently do nothing; every key must be declared."""
     import yaml
 
-    declared = {
-        'hardware': set(
-            __import__('phil_hardware.hardware.config', fromlist=['PARAMETERS']).PARAMETERS
-        ),
-    }
+    declared = {name: set(parameters) for name, parameters in node_parameters().items()}
     for spec in NODE_SET:
         if spec.name not in declared:
             continue
@@ -107,9 +103,58 @@ def test_parameter_files_only_set_parameters_the_nodes_declare():
             assert not unknown, f'{file_name}: unknown parameters {unknown}'
 
 
-def test_the_command_path_runs_real_time_below_the_bus_loop():
+def node_parameters() -> dict[str, dict]:
+    """Each node's parameters (name -> (default, description)) by node name."""
+    from phil_bringup.description_publisher.config import PARAMETERS as DESCRIPTION
+    from phil_control.score_player.config import PARAMETERS as SCORE_PLAYER
+    from phil_control.trajectory_generator.config import PARAMETERS as TRAJECTORY_GENERATOR
+    from phil_hardware.hardware.config import PARAMETERS as HARDWARE
+
+    return {
+        'description_publisher': DESCRIPTION,
+        'hardware': HARDWARE,
+        'score_player': SCORE_PLAYER,
+        'trajectory_generator': TRAJECTORY_GENERATOR,
+    }
+
+
+def test_a_sim_file_holds_only_what_differs_from_the_robot_file():
+    """The sim file is passed instead of the robot file: it can leave out what the robot uses
+    only while the robot file sets nothing but the node's defaults."""
     import yaml
 
+    def parameters(file_name: str) -> dict:
+        path = ROOT / 'phil_bringup' / 'config' / file_name
+        return yaml.safe_load(path.read_text())[spec.name]['ros__parameters']
+
+    defaults = node_parameters()
+    checked = 0
+    for spec in NODE_SET:
+        if not spec.sim_parameter_file:
+            continue
+        robot, sim = parameters(spec.parameter_file), parameters(spec.sim_parameter_file)
+        for name, value in robot.items():
+            assert value == defaults[spec.name][name][0], (
+                f'{spec.parameter_file}: {name} is not the default; the sim file would lose it'
+            )
+        for name, value in sim.items():
+            assert value != robot.get(name, defaults[spec.name][name][0]), (
+                f'{spec.sim_parameter_file}: {name} repeats the robot value'
+            )
+        checked += 1
+    assert checked == 2  # hardware, score_player
+
+
+def hardware_sched_priority(file_name: str) -> int:
+    """The bus loop's priority with ``file_name``: its value, else the node's default."""
+    import yaml
+
+    parameters = yaml.safe_load((ROOT / 'phil_bringup' / 'config' / file_name).read_text())
+    default = node_parameters()['hardware']['sched_priority'][0]
+    return parameters['hardware']['ros__parameters'].get('sched_priority', default)
+
+
+def test_the_command_path_runs_real_time_below_the_bus_loop():
     from phil_bringup.core.node_set import (
         COMMAND_PATH_NICENESS,
         COMMAND_PATH_RT_PRIORITY,
@@ -121,17 +166,11 @@ def test_the_command_path_runs_real_time_below_the_bus_loop():
         assert by_name[name].rt_priority == COMMAND_PATH_RT_PRIORITY > 0
         assert by_name[name].niceness == COMMAND_PATH_NICENESS < 0
     for file_name in ('hardware.yaml', 'hardware_sim.yaml'):
-        parameters = yaml.safe_load((ROOT / 'phil_bringup' / 'config' / file_name).read_text())
         # The bus loop's 1 ms tick preempts every command-path process.
-        assert (
-            parameters['hardware']['ros__parameters']['sched_priority'] > COMMAND_PATH_RT_PRIORITY
-        ), file_name
+        assert hardware_sched_priority(file_name) > COMMAND_PATH_RT_PRIORITY, file_name
     # The simulated drives never wait for the command path; the ESTOP line is read ahead of
     # everything but the bus loop that latches it.
-    sim_file = ROOT / 'phil_bringup' / 'config' / 'hardware_sim.yaml'
-    bus_loop = yaml.safe_load(sim_file.read_text())['hardware']['ros__parameters'][
-        'sched_priority'
-    ]
+    bus_loop = hardware_sched_priority('hardware_sim.yaml')
     assert (
         COMMAND_PATH_RT_PRIORITY
         < by_name['device_simulator'].rt_priority
