@@ -64,6 +64,7 @@ import time
 from concurrent import futures
 from functools import partial
 
+from lifecycle_msgs.msg import State
 from lifecycle_msgs.srv import GetState
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
@@ -88,7 +89,20 @@ from phil_ros.qos import LATCHED
 TRANSITION_TIMEOUT_S = 30.0
 LOOP_CHECK_PERIOD_S = 0.2
 RESET_TIMEOUT_S = 5.0
-PRIMARY_STATES = ('unconfigured', 'inactive', 'active', 'finalized')
+# lifecycle_msgs/State of each primary state, and of the state each transition runs in.
+PRIMARY_STATE_IDS = {
+    'unconfigured': State.PRIMARY_STATE_UNCONFIGURED,
+    'inactive': State.PRIMARY_STATE_INACTIVE,
+    'active': State.PRIMARY_STATE_ACTIVE,
+    'finalized': State.PRIMARY_STATE_FINALIZED,
+}
+TRANSITION_STATES = {
+    'configure': (State.TRANSITION_STATE_CONFIGURING, 'configuring'),
+    'activate': (State.TRANSITION_STATE_ACTIVATING, 'activating'),
+    'deactivate': (State.TRANSITION_STATE_DEACTIVATING, 'deactivating'),
+    'cleanup': (State.TRANSITION_STATE_CLEANINGUP, 'cleaningup'),
+}
+ERROR_PROCESSING = (State.TRANSITION_STATE_ERRORPROCESSING, 'errorprocessing')
 # How long activate waits for every watched node's first heartbeat.
 NODES_WAIT_S = 10.0
 
@@ -125,6 +139,7 @@ class HardwareNode(LifecycleNode):
         self._lifecycle = 'unconfigured'
         self._origins_set = False  # see on_configure
         self._published_state = 'unconfigured'
+        self._transition: tuple[int, str] | None = None  # the state a running transition is in
         self._node_faults: list[Fault] = []
         self._missing: tuple[str, ...] = ()  # from a failed discovery, once the loop is gone
         self._last_status_key = None
@@ -185,7 +200,18 @@ class HardwareNode(LifecycleNode):
     # ------------------------------------------------------------------ lifecycle
     def _configure_once(self) -> None:
         self._start_timer.cancel()
-        self.trigger_configure()
+        self._transition_to('configure')
+
+    def _transition_to(self, name: str) -> TransitionCallbackReturn:
+        """rclpy's ``trigger_<name>``, with the state followed here (rclpy's state machine is
+        private): ~/get_state reports the transition while it runs, the status the state it
+        left until it has ended; the callbacks set ``_lifecycle`` to the state it ends in."""
+        self._transition = TRANSITION_STATES[name]
+        try:
+            return getattr(self, f'trigger_{name}')()
+        finally:
+            self._transition = None
+            self._published_state = self._lifecycle
 
     def _run_transition(self, name: str, future_of, next_state: str) -> TransitionCallbackReturn:
         try:
@@ -311,6 +337,7 @@ class HardwareNode(LifecycleNode):
         return TransitionCallbackReturn.SUCCESS
 
     def on_error(self, state) -> TransitionCallbackReturn:
+        self._transition = ERROR_PROCESSING
         self._stop_client()
         self._lifecycle = 'unconfigured'
         self._origins_set = False  # see on_configure
@@ -386,7 +413,7 @@ class HardwareNode(LifecycleNode):
                 time.sleep(0.05)
             if absent:
                 return False, f'activate refused: {"; ".join(absent)}'
-        outcome = getattr(self, f'trigger_{name}')()
+        outcome = self._transition_to(name)
         if outcome is TransitionCallbackReturn.SUCCESS:
             return True, ''
         faults = '; '.join(fault.reason for fault in self._node_faults)
@@ -419,7 +446,9 @@ class HardwareNode(LifecycleNode):
         return result.ok, result.detail
 
     def _on_get_state(self, request, response):
-        response.current_state.id, response.current_state.label = self._state_machine.current_state
+        state = self._published_state
+        current = self._transition or (PRIMARY_STATE_IDS[state], state)
+        response.current_state.id, response.current_state.label = current
         return response
 
     # ------------------------------------------------------------------ liveness
@@ -480,11 +509,8 @@ class HardwareNode(LifecycleNode):
             )
 
     def _lifecycle_state(self) -> str:
-        """The state machine's primary state; during a transition the previous one, so the
-        status never announces a state before a lifecycle request would find the node in it."""
-        label = self._state_machine.current_state[1]
-        if label in PRIMARY_STATES:
-            self._published_state = label
+        """The primary state; during a transition the previous one, so the status never
+        announces a state before a lifecycle request would find the node in it."""
         return self._published_state
 
     def _publish_status(self, always: bool, snapshot=None) -> None:
