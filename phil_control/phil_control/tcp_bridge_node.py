@@ -39,7 +39,7 @@ from phil_control.command_conversions import command_to_msg
 from phil_control.core.behavior.turns import COMMAND_WAIT_S
 from phil_control.core.protocol import ProtocolVocabulary, format_status
 from phil_control.core.protocol import commands as cmd
-from phil_control.planner_links import HARDWARE_NODE
+from phil_control.node_names import HARDWARE_NODE, PLANNER_NODE
 from phil_control.tcp.command_log import CommandCsvLog
 from phil_control.tcp.handler import HandlerReply
 from phil_control.tcp.server import TcpServer, TcpServerConfig
@@ -54,7 +54,6 @@ from phil_ros.heartbeats import DEFAULT_LIVENESS_TIMEOUT_S, Liveness
 from phil_ros.node_runner import run_node
 from phil_ros.qos import LATCHED
 
-PLANNER_NODE = '/behavior_planner'
 # The GET_STATUS that must be answered before the port opens is asked again after this.
 PROBE_ATTEMPT_S = 1.0
 

@@ -139,6 +139,19 @@ def test_chunk_bounds_merge_a_tiny_remainder():
     assert grid.tolist() == pytest.approx([0.0, 0.02, 0.041, 0.06, 0.07, 0.08, 0.1])
 
 
+@pytest.mark.parametrize('start_s', [0.0, 12345.678901234, 1.0e6 + 0.1])
+def test_a_knot_a_rounding_error_from_a_chunk_end_adds_no_point_on_the_wire(start_s):
+    """Times travel as whole nanoseconds: a knot 0.1 ns before the end must not become a
+    second point at the end's time (the bus loop refuses the chunk)."""
+    end_s = start_s + 0.5
+    knots = np.array([start_s + 1e-10, start_s + 0.25, end_s - 1e-10])
+    times = chunk_point_times(start_s, end_s, knots, 0.02)
+    wire_ns = np.round((times - start_s) * 1e9).astype(np.int64)
+    assert (np.diff(wire_ns) > 0).all(), times - start_s
+    assert times[0] == start_s and times[-1] == end_s
+    assert np.min(np.abs(times - (start_s + 0.25))) < 1e-9  # an inner knot stays a point
+
+
 def test_invalid_config_raises():
     with pytest.raises(ValueError, match='point_spacing_s'):
         ChunkingConfig(0.5, 0.0)

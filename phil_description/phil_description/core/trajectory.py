@@ -153,10 +153,16 @@ def _structure_problem(
         return _malformed('needs at least one point')
     if not np.isfinite(times).all():
         return Rejection(ChunkFault.NOT_FINITE, 'non-finite time_from_start')
-    if times[0] < 0.0 or (times.size > 1 and not (np.diff(times) > 0.0).all()):
+    if times[0] < 0.0:
         return _malformed(
-            'point times must increase: time_from_start must be >= 0 and strictly increasing, '
-            f'got {times[:4].tolist()}...'
+            f'point times must be >= 0 and strictly increasing: the first is {times[0]:g} s'
+        )
+    if times.size > 1 and not (np.diff(times) > 0.0).all():
+        late = int(np.argmin(np.diff(times) > 0.0)) + 1
+        return _malformed(
+            f'point times must be >= 0 and strictly increasing: point {late} of {times.size} '
+            f'at {times[late]:.9g} s '
+            f'is not after point {late - 1} at {times[late - 1]:.9g} s'
         )
     shape = (times.size, len(names))
     arrays = [('position', chunk.positions_rad), ('velocity', chunk.velocities_rad_s)]

@@ -36,6 +36,10 @@ DEFAULT_CHUNK_DURATION_S = 0.5
 DEFAULT_POINT_SPACING_S = 0.02
 # A uniform point closer than this fraction of the spacing to a knot is replaced by the knot.
 _KNOT_MERGE_FRACTION = 0.25
+# A knot this close to a chunk's end is that end: on the wire times are whole nanoseconds, and
+# a knot a rounding error before the end would become a second point at the same time, which
+# the bus loop refuses (times must increase).
+_END_TOLERANCE_S = 1e-6
 
 
 @dataclass(frozen=True)
@@ -86,7 +90,7 @@ def chunk_point_times(
     count = max(1, math.ceil((end_s - start_s) / spacing_s - 1e-9))
     grid = start_s + np.arange(count + 1) * ((end_s - start_s) / count)
     grid[-1] = end_s
-    inside = knots_s[(knots_s > start_s) & (knots_s < end_s)]
+    inside = knots_s[(knots_s > start_s + _END_TOLERANCE_S) & (knots_s < end_s - _END_TOLERANCE_S)]
     if inside.size:
         distance = np.min(np.abs(grid[:, np.newaxis] - inside[np.newaxis, :]), axis=1)
         keep = distance >= _KNOT_MERGE_FRACTION * spacing_s

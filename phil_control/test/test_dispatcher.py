@@ -1,6 +1,7 @@
-"""In-process rclpy test of the planner's GraphLinks: when a motion goal leaves, and in what
+"""In-process rclpy test of the planner's Dispatcher: when a motion goal leaves, and in what
 order goals and service calls reach the rest of the graph (a stand-in trajectory generator
-with a real action server and halt service, and a stand-in hardware request service)."""
+with a real action server and halt service, and a stand-in hardware request service). The
+dispatcher is fed on its executor's thread, as the planner's callbacks feed it."""
 
 from __future__ import annotations
 
@@ -15,10 +16,11 @@ from rclpy.action import ActionServer  # noqa: E402
 from rclpy.callback_groups import ReentrantCallbackGroup  # noqa: E402
 from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor  # noqa: E402
 
-from phil_control import planner_links  # noqa: E402
+from phil_control.behavior_planner import dispatcher  # noqa: E402
+from phil_control.behavior_planner.dispatcher import Dispatcher  # noqa: E402
+from phil_control.behavior_planner.goals import Completion  # noqa: E402
 from phil_control.core.behavior import actions as act  # noqa: E402
 from phil_control.core.profiles import Profile  # noqa: E402
-from phil_control.planner_links import Completion, GraphLinks  # noqa: E402
 from phil_description.core.graph_key import GraphKey  # noqa: E402
 from phil_msgs.action import Look  # noqa: E402
 from phil_msgs.srv import HardwareRequest, Trigger  # noqa: E402
@@ -83,12 +85,40 @@ class StandInGenerator:
         return response
 
 
+class OnExecutor:
+    """The dispatcher's calls, made on its executor's thread (and waited for)."""
+
+    def __init__(self, links: Dispatcher, executor) -> None:
+        self._links = links
+        self._executor = executor
+        self.thread_name = ''  # the executor's thread, once a call has run there
+
+    def __getattr__(self, name: str):
+        attribute = getattr(self._links, name)
+        if not callable(attribute):
+            return attribute
+
+        def on_executor(*args, **kwargs):
+            def call():
+                self.thread_name = threading.current_thread().name
+                return attribute(*args, **kwargs)
+
+            task = self._executor.create_task(call)
+            deadline = time.monotonic() + WAIT_S
+            while not task.done() and time.monotonic() < deadline:
+                time.sleep(0.001)
+            assert task.done(), f'{name} did not run on the executor'
+            return task.result()
+
+        return on_executor
+
+
 @pytest.fixture
 def graph():
     """(links, generator, events) with both nodes spinning; the planner side single-threaded
     like the behavior planner, the stand-in on its own executor so it may hold a request."""
     with ros_test_context() as context:
-        planner = rclpy.create_node('planner_links_test', context=context)
+        planner = rclpy.create_node('dispatcher_test', context=context)
         server = rclpy.create_node('stand_in_generator', context=context)
         generator = StandInGenerator(server)
         failures: list[str] = []
@@ -101,7 +131,7 @@ def graph():
             'failed': failures.append,
             'shutdown': generator.shut_down.set,
         }
-        links = GraphLinks(
+        links = Dispatcher(
             planner, ('head_yaw', 'head_pitch'), {}, events, GraphKey.from_environment()
         )
         executors = [
@@ -116,25 +146,25 @@ def graph():
         try:
             assert links._motion[Look].wait_for_server(timeout_sec=WAIT_S)
             assert links._hardware._request.wait_for_service(timeout_sec=WAIT_S)
-            yield links, generator, failures
+            yield OnExecutor(links, executors[0]), generator, failures
         finally:
             generator.hold_halt.clear()
             generator.hold_look.clear()
-            links.stop()
+            links.stop()  # the executors are shut down next: no call races it
             for executor in executors:
                 executor.shutdown()
             planner.destroy_node()
             server.destroy_node()
 
 
-def hold_the_worker(links, generator) -> None:
-    """Leave the worker waiting for a halt answer (as for a stopped node) until it is cleared."""
+def hold_the_dispatcher(links, generator) -> None:
+    """Leave the dispatcher waiting for a halt answer (as for a stopped node) until cleared."""
     generator.hold_halt.set()
     links.submit((act.HaltMotion(),))
     assert generator.halt_arrived.wait(WAIT_S)
 
 
-def test_a_motion_decided_while_the_worker_is_idle_leaves_from_the_deciding_thread(graph):
+def test_a_motion_leaves_from_the_executor_thread_without_a_hand_over(graph):
     links, generator, failures = graph
     client = links._motion[Look]
     senders: list[str] = []
@@ -147,16 +177,16 @@ def test_a_motion_decided_while_the_worker_is_idle_leaves_from_the_deciding_thre
     client.send_goal_async = recording_send
     completion = Completion()
     links.submit((LOOK,), completion)
-    assert senders == [threading.current_thread().name]  # sent before submit returned
     assert completion.done.wait(WAIT_S)
     assert completion.success, completion.reason
+    assert senders == [links.thread_name]  # no worker thread in between
     assert generator.arrivals == ['look 0.10']
     assert failures == []
 
 
 def test_a_motion_decided_behind_a_pending_step_waits_its_turn(graph):
     links, generator, failures = graph
-    hold_the_worker(links, generator)
+    hold_the_dispatcher(links, generator)
     completion = Completion()
     links.submit((LOOK,), completion)
     time.sleep(0.3)  # a goal sent out of turn would arrive meanwhile
@@ -168,9 +198,9 @@ def test_a_motion_decided_behind_a_pending_step_waits_its_turn(graph):
     assert failures == []
 
 
-def test_a_motion_whose_server_is_missing_fails_on_the_worker_with_the_reason(graph, monkeypatch):
+def test_a_motion_whose_server_is_missing_fails_with_the_reason(graph, monkeypatch):
     links, _generator, failures = graph
-    monkeypatch.setattr(planner_links, 'STEP_TIMEOUT_S', 0.5)
+    monkeypatch.setattr(dispatcher, 'STEP_TIMEOUT_S', 0.5)
     completion = Completion()
     links.submit((act.PerformGesture(name='nod'),), completion)
     assert completion.done.wait(WAIT_S)
@@ -179,11 +209,11 @@ def test_a_motion_whose_server_is_missing_fails_on_the_worker_with_the_reason(gr
     assert failures == [completion.reason]
 
 
-def test_a_reset_reaches_the_hardware_while_the_worker_waits_on_a_stopped_node(graph):
+def test_a_reset_reaches_the_hardware_while_the_dispatcher_waits_on_a_stopped_node(graph):
     """A latch's halt goes to a node that does not answer (stopped): the RESET decided after it
     must not wait behind it, or the robot stays latched once the node is back."""
     links, generator, failures = graph
-    hold_the_worker(links, generator)
+    hold_the_dispatcher(links, generator)
     links.submit((act.ResetHardware(),))
     assert generator.reset_arrived.wait(WAIT_S), generator.arrivals
     assert generator.arrivals == ['halt', 'reset']
@@ -196,7 +226,7 @@ def test_a_motion_queued_before_a_latch_never_moves_the_robot_after_it(graph):
     """ESTOP while a LOOK waits behind an unanswered step, then RESET: the LOOK was decided
     before the latch, so it is dropped with the reason instead of moving the robot."""
     links, generator, failures = graph
-    hold_the_worker(links, generator)
+    hold_the_dispatcher(links, generator)
     completion = Completion()
     links.submit((LOOK,), completion)
     links.drop_earlier_motions('emergency stop')
@@ -218,7 +248,7 @@ def test_a_motion_queued_before_a_shutdown_without_motion_never_starts(graph):
     """QUIT during START: the START motion behind the activation must not run before the
     torque goes off."""
     links, generator, failures = graph
-    hold_the_worker(links, generator)
+    hold_the_dispatcher(links, generator)
     completion = Completion()
     links.submit((LOOK,), completion)
     links.submit((act.Shutdown(),))
@@ -240,7 +270,7 @@ def test_pause_and_speed_of_a_play_held_behind_a_motion_apply_to_it(graph):
     wait_until_held = time.monotonic() + WAIT_S
     play = Completion()
     links.submit((act.StartPlay(play_id='rock'),), play)
-    while links._after_motions is None and time.monotonic() < wait_until_held:
+    while links._held is None and time.monotonic() < wait_until_held:
         time.sleep(0.01)
     links.submit((act.SetPlaySpeed(speed=1.5),))
     links.submit((act.PausePlay(),))
@@ -250,8 +280,35 @@ def test_pause_and_speed_of_a_play_held_behind_a_motion_apply_to_it(graph):
     assert (play_id, result.resume_valid, result.resume_bar) == ('rock', True, 1)
     generator.hold_look.clear()
     assert wait_for_idle(links)
-    assert links._after_motions is None  # nothing is sent once the look has ended
+    assert links._held is None  # nothing is sent once the look has ended
     assert failures == []
+
+
+def test_a_pause_reaches_a_play_queued_behind_a_held_hit(graph, monkeypatch):
+    """LOOK, HIT, PLAY, PAUSE back to back (the brain sends them so): the HIT waits for the
+    LOOK, the PLAY behind it; the PAUSE must not wait behind both (a RESUME after it would
+    time out): the queued play ends paused at once, and the HIT still follows the LOOK."""
+    links, generator, failures = graph
+    monkeypatch.setattr(dispatcher, 'STEP_TIMEOUT_S', 0.5)  # no hit server here
+    generator.hold_look.set()
+    links.submit((LOOK,))
+    hit = Completion()
+    links.submit((act.StrikeInstrument(instrument='snare'),), hit)
+    deadline = time.monotonic() + WAIT_S
+    while links._held is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    play = Completion()
+    links.submit((act.StartPlay(play_id='rock', start_bar=3),), play)
+    links.submit((act.PausePlay(),))
+    assert play.done.wait(WAIT_S)
+    assert play.reason == 'paused before it started'
+    ((play_id, result, _success, _reason),) = generator.plays_ended
+    assert (play_id, result.resume_bar) == ('rock', 3)
+    assert not hit.done.is_set()  # still waiting for the look
+    generator.hold_look.clear()
+    assert hit.done.wait(WAIT_S)  # sent once the look ended: it fails, nobody serves hits
+    assert 'hit is not available' in hit.reason, hit.reason
+    assert failures == [hit.reason]
 
 
 def wait_for_idle(links) -> bool:

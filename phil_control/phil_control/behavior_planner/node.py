@@ -11,8 +11,8 @@ every node.
 
 The hardware's latch is the truth: FAULT and ESTOP follow /hardware/status, and RESET is asked
 of the hardware, which grants it once the cause is gone. ESTOP from any route reaches the bus
-loop at once (``GraphLinks.estop_now``), RESET reaches the hardware at once, and a latch drops
-the motions decided before it (``GraphLinks.drop_earlier_motions``). The planner watches the
+loop at once (``Dispatcher.estop_now``), RESET reaches the hardware at once, and a latch drops
+the motions decided before it (``Dispatcher.drop_earlier_motions``). The planner watches the
 heartbeats of ``watched_nodes`` (the launcher passes every other node of the graph): the status
 names the ones that are down, a motion that needs a node of the motion path that is down is
 refused with the reason, the goals running on it end, and a silent hardware node latches FAULT
@@ -25,7 +25,8 @@ ROS goal carries no reason). Cancelling a goal halts its motion (or stops its pl
 ends canceled when the joints are at rest.
 The node runs in a single-threaded executor and no callback blocks:
 execute callbacks are coroutines that wait for their motion's completion (which wakes the
-executor); the state machine's actions run on GraphLinks' worker thread.
+executor); the dispatcher carries out the state machine's decisions in a coroutine of its own
+on the same executor.
 """
 
 from __future__ import annotations
@@ -41,7 +42,10 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 
+from phil_control.behavior_planner.dispatcher import Dispatcher
+from phil_control.behavior_planner.goals import Completion
 from phil_control.command_conversions import command_from_msg, goal_command
+from phil_control.conversions import measured_positions
 from phil_control.core.behavior import BehaviorConfig, ResumePoint, RobotState, StateMachine
 from phil_control.core.behavior.actions import HaltMotion
 from phil_control.core.behavior.state_machine import NEVER_WAIT
@@ -53,14 +57,7 @@ from phil_control.core.protocol import (
     validate_command,
 )
 from phil_control.core.protocol import commands as cmd
-from phil_control.planner_links import (
-    HARDWARE_NODE,
-    MAX_QUEUED_MOTIONS,
-    MOTION_PATH,
-    Completion,
-    GraphLinks,
-)
-from phil_control.conversions import measured_positions
+from phil_control.node_names import HARDWARE_NODE, MOTION_PATH
 from phil_control.tcp.handler import HandlerReply, snapshot_status_line
 from phil_description.core import default_robot_model
 from phil_description.core.graph_key import GraphKey
@@ -76,6 +73,9 @@ from phil_ros.qos import LATCHED
 from phil_ros.waking_future import complete, waking_future
 
 REJECTION_LOG_PERIOD_S = 1.0
+#: Motions queued or running at most; one more is refused (a flood of LOOKs would otherwise
+#: queue minutes of motion and keep the command path busy planning them).
+MAX_QUEUED_MOTIONS = 8
 TRIGGER_COMMANDS = {
     'start': cmd.Start,
     'ready': cmd.Ready,
@@ -132,7 +132,7 @@ class BehaviorPlanner(Node):
         self._watch = Liveness(
             self, watched, liveness_timeout_s, on_down=self._node_down, on_back=self._node_back
         )
-        self._links = GraphLinks(
+        self._dispatcher = Dispatcher(
             self,
             self._names,
             self._model.poses,
@@ -189,7 +189,7 @@ class BehaviorPlanner(Node):
             HardwareStatus, '/hardware/status', self._on_hardware, LATCHED, callback_group=group
         )
         self.create_timer(1.0 / rate_hz, self._on_status_timer, callback_group=group)
-        self._links.meet_graph()
+        self._dispatcher.meet_graph()
 
     # ------------------------------------------------------------------ commands
     async def _decide_in_turn(self, command, completion: Completion | None = None):
@@ -233,7 +233,7 @@ class BehaviorPlanner(Node):
                 decision = self._machine.decide(command)
                 reply = HandlerReply(decision.accepted, decision.reason)
                 if decision.accepted:
-                    self._links.submit(decision.actions, completion)
+                    self._dispatcher.submit(decision.actions, completion)
             if not reply.accepted and completion is not None:
                 completion.finish(False, reply.reason)
             state = self._machine.state.value
@@ -263,7 +263,7 @@ class BehaviorPlanner(Node):
         down = [d.reason for d in self._watch.down() if d.node in MOTION_PATH]
         if down:
             return f'{op} rejected: {down[0]}'
-        queued = self._links.motions_queued
+        queued = self._dispatcher.motions_queued
         if queued >= MAX_QUEUED_MOTIONS:
             return (
                 f'{op} rejected: motion queue full ({queued} motions queued or running, '
@@ -344,7 +344,7 @@ class BehaviorPlanner(Node):
                 if name == 'play':
                     self._decide(cmd.PlayCtrlStop())
                 else:
-                    self._links.submit((HaltMotion(),))
+                    self._dispatcher.submit((HaltMotion(),))
                 settled = waking_future(self)
                 completion.on_finish = partial(complete, settled)
                 if not completion.done.is_set():
@@ -390,7 +390,7 @@ class BehaviorPlanner(Node):
             before = self._machine.state
             decision = getattr(self._machine, name)(*args)
             if decision.accepted:
-                self._links.submit(decision.actions)
+                self._dispatcher.submit(decision.actions)
             after = self._machine.state
         if after is not before:
             self.get_logger().info(f'{name}: state {before.value} -> {after.value}')
@@ -407,7 +407,7 @@ class BehaviorPlanner(Node):
             self.get_logger().warning(f'play {play_id} ended early: {reason}')
 
     def _failed(self, reason: str) -> None:
-        self._links.drop_earlier_motions(reason)
+        self._dispatcher.drop_earlier_motions(reason)
         self._event('hardware_fault', reason)
 
     def _shutdown(self) -> None:
@@ -421,10 +421,10 @@ class BehaviorPlanner(Node):
 
     def _node_down(self, down: NodeDown) -> None:
         self.get_logger().error(down.reason)
-        self._links.node_down(down.node, down.reason)
+        self._dispatcher.node_down(down.node, down.reason)
         if down.node == HARDWARE_NODE:  # it cannot latch or report anything any more
             self._hardware_down = True
-            self._links.drop_earlier_motions(down.reason)
+            self._dispatcher.drop_earlier_motions(down.reason)
             self._event('hardware_fault', down.reason)
         self._publish_status()
 
@@ -456,11 +456,11 @@ class BehaviorPlanner(Node):
         self._hardware = msg
         latched = self._machine.state in (RobotState.FAULT, RobotState.ESTOP)
         if msg.estop and not before.estop:
-            self._links.drop_earlier_motions('emergency stop')
+            self._dispatcher.drop_earlier_motions('emergency stop')
             self._event('hardware_estop', 'emergency stop')
         elif msg.faults and not before.faults:
             fault = msg.faults[0]
-            self._links.drop_earlier_motions(f'hardware fault: {fault.reason}')
+            self._dispatcher.drop_earlier_motions(f'hardware fault: {fault.reason}')
             self._event('hardware_fault', f'{fault.joint or "hardware"}: {fault.reason}')
         elif (
             latched
@@ -490,7 +490,7 @@ class BehaviorPlanner(Node):
             idle = snapshot.state is RobotState.IDLE
             if idle != self._joint_trajectory_permitted:  # in order, under the lock
                 self._joint_trajectory_permitted = idle
-                self._links.permit_joint_trajectory(idle)
+                self._dispatcher.permit_joint_trajectory(idle)
         status = RobotStatus(
             state=snapshot.state.value, speed=snapshot.speed, realtime=self._hardware.realtime
         )
@@ -514,7 +514,7 @@ class BehaviorPlanner(Node):
         self._status_pub.publish(status)
 
     def on_graph_shutdown(self) -> None:
-        self._links.stop()
+        self._dispatcher.stop()
 
     def destroy_node(self) -> None:
         """Leave once every node holds the graph shutdown this node sent (bounded)."""

@@ -1,0 +1,487 @@
+"""The behavior planner's dispatcher: it carries out the state machine's decisions in decision
+order, sending each motion as an action goal and reporting every end back.
+
+One coroutine on the planner's single-threaded executor takes the decisions in turn; a step
+awaits what makes the next one safe (a lifecycle transition, a goal's acceptance, so goals
+reach their servers in decision order), never the end of a motion: ends come back through the
+goals' result callbacks. Nothing blocks and no thread hands work over.
+
+Never queued: ESTOP goes straight to the hardware's ESTOP word (the bus loop latches from it
+within a tick, whatever else runs or hangs), RESET straight to the hardware as a request nobody
+waits for (the hardware decides). Since RESET does not wait its turn, nothing decided before a
+latch may move the robot after it: the moving steps decided before an ESTOP, a fault or a
+shutdown without motion are dropped (:meth:`Dispatcher.drop_earlier_motions`). A step that
+needs a node the planner sees down fails at once with the reason; the goals running on a node
+that goes down end with it.
+
+A play or HIT waits until the running motions have ended (the score player plans from the pose
+they end in); a PAUSE, speed or stop decided before a play has started applies to it at once
+(a PAUSE ends it paused where it would have begun).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from rclpy.action import ActionClient
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.node import Node
+
+from phil_control.behavior_planner.goals import (
+    Completion,
+    GoalTracker,
+    SentGoal,
+    motion_goal,
+    play_goal,
+    serving_node,
+)
+from phil_control.behavior_planner.hardware_link import RETRY_ATTEMPT_S, HardwareLink
+from phil_control.behavior_planner.waits import Waits
+from phil_control.core.behavior import actions as act
+from phil_control.node_names import HARDWARE_NODE
+from phil_description.core.estop_word import estop_word_name, trigger_estop
+from phil_description.core.graph_key import GraphKey
+from phil_msgs.action import Gesture, Hit, Look, Move, Play
+from phil_msgs.srv import SetSpeed, Trigger
+from phil_ros.waking_future import complete, waking_future
+
+STEP_TIMEOUT_S = 10.0
+PLAYS = (act.StartPlay, act.ResumePlay)
+#: Steps carried out when decided, never queued.
+AT_ONCE = (act.EstopHardware, act.ResetHardware)
+#: Steps that move the robot: dropped when a latch came after they were decided.
+MOVING_STEPS = (
+    act.MoveToPose,
+    act.LookAt,
+    act.PerformGesture,
+    act.MoveJoints,
+    act.StrikeInstrument,
+    *PLAYS,
+)
+
+
+@dataclass(frozen=True)
+class MeetGraph:
+    """Step at start-up: exchange one request with every server (:meth:`Dispatcher._meet`)."""
+
+
+@dataclass(frozen=True)
+class Decided:
+    """A decision's steps; ``drops``: the latch count when it was decided."""
+
+    actions: tuple
+    completion: Completion | None
+    drops: int
+
+
+class Dispatcher:
+    """Clients of the hardware, trajectory generator and score player, and the coroutine that
+    carries out the decisions.
+
+    Args:
+        node: The behavior planner node (clients are created on it; it must spin on a
+            single-threaded executor).
+        joint_names: The model's joint order (for pose moves).
+        poses: Named poses, rad in joint order.
+        events: Callbacks into the planner: ``motion_finished()``, ``start_completed()``,
+            ``play_ended(play_id, result, success, reason)``, ``failed(reason)``,
+            ``shutdown()``, ``graph_met()`` (after :meth:`meet_graph`, whether every server
+            answered or not).
+        key: The graph key (goal ids, hardware requests).
+        down_reason: Why a node is down now ('' while it runs): steps that need it fail at
+            once.
+    """
+
+    def __init__(
+        self,
+        node: Node,
+        joint_names: tuple[str, ...],
+        poses: dict,
+        events: dict[str, Callable[..., None]],
+        key: GraphKey,
+        down_reason: Callable[[str], str] = lambda _node: '',
+    ) -> None:
+        self._node = node
+        self._joint_names = joint_names
+        self._poses = poses
+        self._events = events
+        self._down_reason = down_reason
+        self._estop_word = estop_word_name(node.context.get_domain_id(), HARDWARE_NODE)
+        group = ReentrantCallbackGroup()
+        self._waits = Waits(node, group)
+        self._hardware = HardwareLink(node, group, key, self._waits)
+        self._goals = GoalTracker(key, self._motion_ended)
+        self._action_names: dict[ActionClient, str] = {}
+        self._motion = {
+            kind: self._action_client(kind, f'/trajectory_generator/{name}', group)
+            for kind, name in ((Look, 'look'), (Gesture, 'gesture'), (Move, 'move'))
+        }
+        self._play = self._action_client(Play, '/score_player/play', group)
+        self._hit = self._action_client(Hit, '/score_player/hit', group)
+        self._triggers = {
+            name: node.create_client(Trigger, name, callback_group=group)
+            for name in (
+                '/trajectory_generator/halt',
+                '/score_player/pause',
+                '/score_player/stop',
+                '/hardware/estop',
+            )
+        }
+        self._speed = node.create_client(SetSpeed, '/score_player/speed', callback_group=group)
+        self._decided: deque[Decided] = deque()  # waiting their turn
+        self._current: Decided | None = None  # being carried out
+        self._work: object | None = None  # completed when a decision comes
+        # Counts latches and shutdowns without motion: a moving step decided under an older
+        # count is dropped, with the reason.
+        self._drops = 0
+        self._drop_reason = ''
+        self._held: Decided | None = None  # a play or HIT waiting for the motions to end
+        self._motions_ended: object | None = None  # completed when they have
+        self._met = False  # every server answered once (see _meet)
+        self._stopped = False
+        # The coroutine starts with the executor (a timer's first call), in a group of its own.
+        self._start = node.create_timer(
+            0.0, self._carry_out, callback_group=MutuallyExclusiveCallbackGroup()
+        )
+
+    def _action_client(self, kind: type, name: str, group) -> ActionClient:
+        client = ActionClient(self._node, kind, name, callback_group=group)
+        self._action_names[client] = name
+        return client
+
+    # ------------------------------------------------------------------ decisions
+    def submit(self, actions: tuple, completion: Completion | None = None) -> None:
+        """Carry out a decision's actions in turn; ``completion`` follows its (first) motion or
+        play. ESTOP and RESET happen now; a PAUSE, speed, stop or halt applies at once to a
+        play waiting for the motions to end; with a Shutdown, the motions decided before it
+        never start."""
+        if any(isinstance(action, act.EstopHardware) for action in actions):
+            self.estop_now()
+        if any(isinstance(action, act.ResetHardware) for action in actions):
+            self._reset_now()
+        if act.Shutdown() in actions:
+            self.drop_earlier_motions('the controller shuts down')
+        actions = tuple(
+            a for a in actions if not isinstance(a, AT_ONCE) and not self._to_waiting_play(a)
+        )
+        if not actions:
+            if completion is not None:
+                completion.finish(True, '')
+            return
+        self._decided.append(Decided(actions, completion, self._drops))
+        if self._work is not None:
+            complete(self._work)
+
+    def meet_graph(self) -> None:
+        """At start-up, before any command: exchange one request with every server the steps
+        use, as upstream set everything up before STANDBY. START then only activates the
+        hardware and sends its motion; a START that comes earlier waits behind this."""
+        self.submit((MeetGraph(),))
+
+    def stop(self) -> None:
+        self._stopped = True
+        if self._work is not None:
+            complete(self._work)
+
+    @property
+    def motions_queued(self) -> int:
+        """Motion goals running, and decisions not yet carried out (a play or HIT waiting for
+        the motions to end is not counted again: they are)."""
+        current = 0 if self._current is None or self._held is not None else 1
+        return self._goals.motions_running + len(self._decided) + current
+
+    def estop_now(self) -> None:
+        """Latch the hardware's ESTOP now: the ESTOP word, or /hardware/estop (without
+        waiting for an answer) when the word cannot be written."""
+        problem = trigger_estop(self._estop_word)
+        if problem:
+            self._node.get_logger().error(f'ESTOP word: {problem}; calling /hardware/estop')
+            client = self._triggers['/hardware/estop']
+            if client.service_is_ready():
+                client.call_async(Trigger.Request())
+        self.drop_earlier_motions('emergency stop')
+
+    def drop_earlier_motions(self, reason: str) -> None:
+        """The robot latched (ESTOP or a fault), or shuts down without motion: a waiting play
+        or HIT is dropped, and so are the moving steps of everything decided before now,
+        whatever a RESET does next (e.g. the START motion behind the activation QUIT came
+        during)."""
+        self._drops += 1
+        self._drop_reason = reason
+        self._drop_held(reason)
+
+    def permit_joint_trajectory(self, allowed: bool) -> None:
+        """Tell the hardware whether ~/joint_trajectory may be followed (the planner is IDLE);
+        nobody waits for the answer."""
+        name = 'allow_joint_trajectory' if allowed else 'forbid_joint_trajectory'
+        if self._hardware.request_async(name) is None and allowed:
+            self._node.get_logger().warning(f'{name}: /hardware/request is not available')
+
+    def node_down(self, node: str, reason: str) -> None:
+        """End the goals that run on ``node`` with ``reason`` (it will never answer)."""
+        self._goals.end_on(node, reason)
+
+    def _reset_now(self) -> None:
+        """Ask the hardware for a RESET without waiting; its refusal is logged (the hardware's
+        status says what it did)."""
+        logger = self._node.get_logger()
+        reason = self._down_reason(HARDWARE_NODE)
+        future = None if reason else self._hardware.request_async('reset')
+        if future is None:
+            logger.warning(
+                f'RESET not sent to the hardware: {reason or "/hardware/request is not available"}'
+            )
+            return
+
+        def answered(done) -> None:
+            error = done.exception()
+            if error is not None:
+                logger.error(f'RESET request failed: {error}')
+            elif not done.result().accepted:
+                logger.warning(f'RESET refused by the hardware: {done.result().reason}')
+
+        future.add_done_callback(answered)
+
+    # ------------------------------------------------------------------ the waiting play
+    def _to_waiting_play(self, action) -> bool:
+        """Apply a play control to the play that has not started: held until the motions end,
+        or decided and waiting its turn (True: that was all the step had to do)."""
+        if isinstance(action, act.HaltMotion):
+            self._drop_held('dropped before it started')
+            return False
+        if not isinstance(action, act.PausePlay | act.SetPlaySpeed | act.StopPlay):
+            return False
+        found = self._waiting_play()
+        if found is None:
+            return False
+        index, waiting = found
+        if isinstance(action, act.SetPlaySpeed):
+            play = replace(waiting.actions[0], speed=action.speed)
+            self._put_waiting(index, replace(waiting, actions=(play,)))
+            return True
+        self._take_waiting(index)
+        if isinstance(action, act.StopPlay):
+            self._drop(waiting.actions[0], waiting.completion, 'dropped before it started')
+            return False  # the score player is told to stop all the same
+        self._end_paused(waiting)
+        return True
+
+    def _waiting_play(self) -> tuple[int | None, Decided] | None:
+        """(its place in the queue, None when held; the decision) of a play not started."""
+        if self._held is not None and isinstance(self._held.actions[0], PLAYS):
+            return None, self._held
+        for index, decided in enumerate(self._decided):
+            if isinstance(decided.actions[0], PLAYS):
+                return index, decided
+        return None
+
+    def _put_waiting(self, index: int | None, decided: Decided) -> None:
+        if index is None:
+            self._held = decided
+        else:
+            self._decided[index] = decided
+
+    def _take_waiting(self, index: int | None) -> None:
+        if index is None:
+            self._held = None
+            complete(self._motions_ended)
+        else:
+            del self._decided[index]
+
+    def _end_paused(self, waiting: Decided) -> None:
+        """PAUSE of a play that has not started: it ends paused where it would have begun,
+        so RESUME starts it from there."""
+        action = waiting.actions[0]
+        bar = action.bar if isinstance(action, act.ResumePlay) else max(action.start_bar, 1)
+        reason = 'paused before it started'
+        result = Play.Result(success=False, reason=reason, resume_valid=True, resume_bar=bar)
+        if waiting.completion is not None and not waiting.completion.done.is_set():
+            waiting.completion.finish(False, reason, result)
+        self._events['play_ended'](action.play_id, result, False, reason)
+
+    def _drop_held(self, reason: str) -> None:
+        held, self._held = self._held, None
+        if held is not None:
+            complete(self._motions_ended)
+            self._drop(held.actions[0], held.completion, reason)
+
+    def _drop(self, action, completion: Completion | None, reason: str) -> None:
+        """End a step that will not run; a play ends like a play."""
+        if completion is not None and not completion.done.is_set():
+            completion.finish(False, reason)
+        if isinstance(action, PLAYS):
+            self._events['play_ended'](action.play_id, None, False, reason)
+
+    async def _after_the_motions(self, decided: Decided):
+        """The play or HIT step to send once no motion runs; None when it was dropped or
+        paused meanwhile. The dispatcher waits here: everything decided later is decided
+        after it."""
+        if self._goals.motions_running == 0:
+            return decided.actions[0]
+        self._held = decided
+        self._motions_ended = waking_future(self._node)
+        await self._motions_ended
+        held, self._held = self._held, None
+        return None if held is None else held.actions[0]
+
+    # ------------------------------------------------------------------ carrying out
+    async def _carry_out(self) -> None:
+        """The dispatcher's coroutine: the decisions in turn, until :meth:`stop`."""
+        self._start.cancel()
+        while not self._stopped:
+            if not self._decided:
+                self._work = waking_future(self._node)
+                await self._work
+                continue
+            self._current = self._decided.popleft()
+            try:
+                await self._carry_out_one(self._current)
+            except Exception as error:  # e.g. in a failure's report: the dispatcher lives on
+                self._node.get_logger().error(f'planner: {type(error).__name__}: {error}')
+            finally:
+                self._current = None
+
+    async def _carry_out_one(self, decided: Decided) -> None:
+        for action in decided.actions:
+            if decided.drops != self._drops and isinstance(action, MOVING_STEPS):
+                reason = f'dropped before it started: {self._drop_reason}'
+                self._node.get_logger().warning(f'{type(action).__name__} {reason}')
+                self._drop(action, decided.completion, reason)
+                continue
+            try:
+                await self._step(action, decided)
+            except Exception as error:  # one failed step ends its decision
+                reason = f'{type(action).__name__} failed: {error}'
+                self._node.get_logger().error(reason)
+                if decided.completion is not None and not decided.completion.done.is_set():
+                    decided.completion.finish(False, reason)
+                self._events['failed'](reason)
+                return
+
+    async def _step(self, action, decided: Decided) -> None:
+        completion = decided.completion
+        if isinstance(action, MeetGraph):
+            try:
+                await self._meet()
+            except Exception as error:  # not a fault: START meets the graph again
+                self._node.get_logger().warning(
+                    f'graph not met at start-up ({error}); START will try again'
+                )
+            self._events['graph_met']()
+        elif isinstance(action, act.ActivateHardware):
+            if not self._met:
+                await self._meet()
+            await self._hardware.activate()
+            self._events['start_completed']()
+        elif (motion := motion_goal(action, self._joint_names, self._poses)) is not None:
+            kind, goal = motion
+            await self._send_goal(self._motion[kind], goal, completion)
+        elif isinstance(action, (act.StrikeInstrument, *PLAYS)):
+            action = await self._after_the_motions(replace(decided, actions=(action,)))
+            if isinstance(action, act.StrikeInstrument):
+                goal = Hit.Goal(
+                    instrument=action.instrument, velocity=action.velocity, hand=action.hand
+                )
+                await self._send_goal(self._hit, goal, completion)
+            elif action is not None:
+                await self._send_goal(self._play, play_goal(action), completion, play=True)
+        elif isinstance(action, act.PausePlay):
+            await self._trigger('/score_player/pause')
+        elif isinstance(action, act.StopPlay):
+            await self._trigger('/score_player/stop')
+        elif isinstance(action, act.SetPlaySpeed):
+            await self._waits.call(
+                self._speed, SetSpeed.Request(speed=action.speed), STEP_TIMEOUT_S
+            )
+        elif isinstance(action, act.HaltMotion):
+            await self._trigger('/trajectory_generator/halt')
+        elif isinstance(action, act.Shutdown):
+            try:
+                # A hardware node that is down has nothing left to switch off (its bus loop
+                # left the drives safe when it went); the graph ends all the same.
+                if not self._down_reason(HARDWARE_NODE):
+                    await self._hardware.shut_down()
+            finally:
+                self._events['shutdown']()
+        else:
+            raise TypeError(f'unknown action {action!r}')
+
+    def _require(self, node: str) -> None:
+        """RuntimeError with the reason when ``node`` is down (its calls would time out)."""
+        reason = self._down_reason(node)
+        if reason:
+            raise RuntimeError(reason)
+
+    async def _trigger(self, name: str) -> None:
+        self._require(serving_node(name))
+        response = await self._waits.call(self._triggers[name], Trigger.Request(), STEP_TIMEOUT_S)
+        if not response.accepted:
+            self._node.get_logger().warning(f'{name} refused: {response.reason}')
+
+    async def _meet(self) -> None:
+        """Exchange a request with every server before the first motion.
+
+        ROS 2 service discovery has a race: a server can receive a request before it has
+        matched the client's response reader, and rmw_fastrtps then drops the response after
+        100 ms ("client will not receive response"); a goal would run while the planner waits
+        in vain, and sending it again would move the robot twice. So at start-up each action
+        server is sent an invalid goal (refused with a reason, it moves nothing) until one is
+        answered; the hardware is asked for its lifecycle state (which also waits for its
+        start-up configure) and whether it has seen every node it watches.
+        """
+        probes = (
+            (self._motion[Move], Move.Goal(joint_names=['(discovery probe)'])),
+            (self._motion[Look], Look.Goal(pan_rad=math.nan)),
+            (self._motion[Gesture], Gesture.Goal(gesture='(discovery probe)')),
+            (self._play, Play.Goal(score='(discovery probe)')),
+            (self._hit, Hit.Goal(instrument='(discovery probe)')),
+        )
+        for client, goal in probes:
+            name = self._action_names[client]
+            await self._waits.retry(
+                lambda c=client, g=goal: self._probe(c, g), name, STEP_TIMEOUT_S
+            )
+        await self._hardware.meet()
+        self._met = True
+
+    async def _probe(self, client: ActionClient, goal) -> None:
+        name = self._action_names[client]
+        if not await self._waits.until_ready(client.server_is_ready, RETRY_ATTEMPT_S):
+            raise TimeoutError(f'action {name} is not available')
+        handle = await self._waits.within(client.send_goal_async(goal), RETRY_ATTEMPT_S, name)
+        if handle.accepted:
+            await self._waits.within(handle.get_result_async(), RETRY_ATTEMPT_S, name)
+
+    async def _send_goal(
+        self, client: ActionClient, goal, completion: Completion | None, play: bool = False
+    ) -> None:
+        """Send a goal and await its acceptance (its end is reported by its result)."""
+        name = self._action_names[client]
+        self._require(serving_node(name))
+        if not await self._waits.until_ready(client.server_is_ready, STEP_TIMEOUT_S):
+            raise RuntimeError(f'action {name} is not available')
+        sent = self._goals.send(client, name, goal, completion, play)
+        try:
+            handle = await self._waits.within(sent.future, STEP_TIMEOUT_S, name)
+        except TimeoutError as error:
+            self._goals.end(sent, None, False, str(error))
+            raise  # the step failed: reported
+        self._goals.accepted(sent, handle)
+
+    def _motion_ended(self, sent: SentGoal, result, success: bool, reason: str) -> None:
+        """A goal's end (GoalTracker): the completion, the planner's events."""
+        completion = sent.completion
+        if completion is not None and not completion.done.is_set():
+            completion.finish(success, reason, result)
+        if not success and not sent.play:  # a play's end is logged by the node
+            self._node.get_logger().warning(f'motion ended early: {reason}')
+        if sent.play:
+            self._events['play_ended'](sent.play_id, result, success, reason)
+            return
+        if self._goals.motions_running == 0:
+            if self._held is not None:
+                complete(self._motions_ended)
+            self._events['motion_finished']()
