@@ -21,7 +21,6 @@ they end in); a PAUSE, speed or stop decided before a play has started applies t
 
 from __future__ import annotations
 
-import math
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -30,6 +29,7 @@ from rclpy.action import ActionClient
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 
+from phil_control.behavior_planner.discovery import meet_servers
 from phil_control.behavior_planner.goals import (
     Completion,
     GoalTracker,
@@ -38,17 +38,15 @@ from phil_control.behavior_planner.goals import (
     play_goal,
     serving_node,
 )
-from phil_control.behavior_planner.hardware_link import RETRY_ATTEMPT_S, HardwareLink
-from phil_control.behavior_planner.waits import Waits
+from phil_control.behavior_planner.hardware_link import HardwareLink
+from phil_control.behavior_planner.waits import STEP_TIMEOUT_S, Waits
 from phil_control.core.behavior import actions as act
 from phil_control.node_names import HARDWARE_NODE
-from phil_description.core.estop_word import estop_word_name, trigger_estop
 from phil_description.core.graph_key import GraphKey
 from phil_msgs.action import Gesture, Hit, Look, Move, Play
 from phil_msgs.srv import SetSpeed, Trigger
 from phil_ros.waking_future import complete, waking_future
 
-STEP_TIMEOUT_S = 10.0
 PLAYS = (act.StartPlay, act.ResumePlay)
 #: Steps carried out when decided, never queued.
 AT_ONCE = (act.EstopHardware, act.ResetHardware)
@@ -109,7 +107,6 @@ class Dispatcher:
         self._poses = poses
         self._events = events
         self._down_reason = down_reason
-        self._estop_word = estop_word_name(node.context.get_domain_id(), HARDWARE_NODE)
         group = ReentrantCallbackGroup()
         self._waits = Waits(node, group)
         self._hardware = HardwareLink(node, group, key, self._waits)
@@ -127,7 +124,6 @@ class Dispatcher:
                 '/trajectory_generator/halt',
                 '/score_player/pause',
                 '/score_player/stop',
-                '/hardware/estop',
             )
         }
         self._speed = node.create_client(SetSpeed, '/score_player/speed', callback_group=group)
@@ -161,7 +157,7 @@ class Dispatcher:
         if any(isinstance(action, act.EstopHardware) for action in actions):
             self.estop_now()
         if any(isinstance(action, act.ResetHardware) for action in actions):
-            self._reset_now()
+            self._hardware.reset_now(self._down_reason(HARDWARE_NODE))
         if act.Shutdown() in actions:
             self.drop_earlier_motions('the controller shuts down')
         actions = tuple(
@@ -194,15 +190,15 @@ class Dispatcher:
         return self._goals.motions_running + len(self._decided) + current
 
     def estop_now(self) -> None:
-        """Latch the hardware's ESTOP now: the ESTOP word, or /hardware/estop (without
-        waiting for an answer) when the word cannot be written."""
-        problem = trigger_estop(self._estop_word)
-        if problem:
-            self._node.get_logger().error(f'ESTOP word: {problem}; calling /hardware/estop')
-            client = self._triggers['/hardware/estop']
-            if client.service_is_ready():
-                client.call_async(Trigger.Request())
+        """Latch the hardware's ESTOP now (:meth:`HardwareLink.estop_now`); the motions
+        decided before it never start."""
+        self._hardware.estop_now()
         self.drop_earlier_motions('emergency stop')
+
+    def permit_joint_trajectory(self, allowed: bool) -> None:
+        """Tell the hardware whether ~/joint_trajectory may be followed (the planner is IDLE);
+        nobody waits for the answer."""
+        self._hardware.permit_joint_trajectory(allowed)
 
     def drop_earlier_motions(self, reason: str) -> None:
         """The robot latched (ESTOP or a fault), or shuts down without motion: a waiting play
@@ -213,37 +209,9 @@ class Dispatcher:
         self._drop_reason = reason
         self._drop_held(reason)
 
-    def permit_joint_trajectory(self, allowed: bool) -> None:
-        """Tell the hardware whether ~/joint_trajectory may be followed (the planner is IDLE);
-        nobody waits for the answer."""
-        name = 'allow_joint_trajectory' if allowed else 'forbid_joint_trajectory'
-        if self._hardware.request_async(name) is None and allowed:
-            self._node.get_logger().warning(f'{name}: /hardware/request is not available')
-
     def node_down(self, node: str, reason: str) -> None:
         """End the goals that run on ``node`` with ``reason`` (it will never answer)."""
         self._goals.end_on(node, reason)
-
-    def _reset_now(self) -> None:
-        """Ask the hardware for a RESET without waiting; its refusal is logged (the hardware's
-        status says what it did)."""
-        logger = self._node.get_logger()
-        reason = self._down_reason(HARDWARE_NODE)
-        future = None if reason else self._hardware.request_async('reset')
-        if future is None:
-            logger.warning(
-                f'RESET not sent to the hardware: {reason or "/hardware/request is not available"}'
-            )
-            return
-
-        def answered(done) -> None:
-            error = done.exception()
-            if error is not None:
-                logger.error(f'RESET request failed: {error}')
-            elif not done.result().accepted:
-                logger.warning(f'RESET refused by the hardware: {done.result().reason}')
-
-        future.add_done_callback(answered)
 
     # ------------------------------------------------------------------ the waiting play
     def _to_waiting_play(self, action) -> bool:
@@ -422,38 +390,14 @@ class Dispatcher:
             self._node.get_logger().warning(f'{name} refused: {response.reason}')
 
     async def _meet(self) -> None:
-        """Exchange a request with every server before the first motion.
-
-        ROS 2 service discovery has a race: a server can receive a request before it has
-        matched the client's response reader, and rmw_fastrtps then drops the response after
-        100 ms ("client will not receive response"); a goal would run while the planner waits
-        in vain, and sending it again would move the robot twice. So at start-up each action
-        server is sent an invalid goal (refused with a reason, it moves nothing) until one is
-        answered; the hardware is asked for its lifecycle state (which also waits for its
-        start-up configure) and whether it has seen every node it watches.
-        """
-        probes = (
-            (self._motion[Move], Move.Goal(joint_names=['(discovery probe)'])),
-            (self._motion[Look], Look.Goal(pan_rad=math.nan)),
-            (self._motion[Gesture], Gesture.Goal(gesture='(discovery probe)')),
-            (self._play, Play.Goal(score='(discovery probe)')),
-            (self._hit, Hit.Goal(instrument='(discovery probe)')),
+        """Exchange one request with every server before the first motion (see
+        :mod:`discovery`)."""
+        clients = {**self._motion, Play: self._play, Hit: self._hit}
+        await meet_servers(
+            self._waits, {kind: (c, self._action_names[c]) for kind, c in clients.items()}
         )
-        for client, goal in probes:
-            name = self._action_names[client]
-            await self._waits.retry(
-                lambda c=client, g=goal: self._probe(c, g), name, STEP_TIMEOUT_S
-            )
         await self._hardware.meet()
         self._met = True
-
-    async def _probe(self, client: ActionClient, goal) -> None:
-        name = self._action_names[client]
-        if not await self._waits.until_ready(client.server_is_ready, RETRY_ATTEMPT_S):
-            raise TimeoutError(f'action {name} is not available')
-        handle = await self._waits.within(client.send_goal_async(goal), RETRY_ATTEMPT_S, name)
-        if handle.accepted:
-            await self._waits.within(handle.get_result_async(), RETRY_ATTEMPT_S, name)
 
     async def _send_goal(
         self, client: ActionClient, goal, completion: Completion | None, play: bool = False

@@ -1,8 +1,9 @@
-"""The hardware node's lifecycle as the behavior planner asks for it: activate at START, shut
-down at QUIT, and at start-up the wait for its configure and for every node it watches. Requests
-are signed with the graph key (the hardware refuses them from anyone else). Coroutines on the
-planner's executor; only ``request_async`` (RESET, the joint-trajectory permit) is a plain call,
-nobody waits for its answer."""
+"""The hardware node as the behavior planner reaches it: its lifecycle (activate at START, shut
+down at QUIT, and at start-up the wait for its configure and for every node it watches), and
+what never waits its turn: ESTOP through the hardware's ESTOP word, RESET and the
+joint-trajectory permit as requests nobody waits for. Requests are signed with the graph key
+(the hardware refuses them from anyone else). The lifecycle steps are coroutines on the
+planner's executor."""
 
 from __future__ import annotations
 
@@ -12,15 +13,14 @@ from lifecycle_msgs.msg import State
 from lifecycle_msgs.srv import GetState
 from rclpy.node import Node
 
-from phil_control.behavior_planner.waits import Waits
+from phil_control.behavior_planner.waits import RETRY_ATTEMPT_S, STEP_TIMEOUT_S, Waits
+from phil_control.node_names import HARDWARE_NODE
+from phil_description.core.estop_word import estop_word_name, trigger_estop
 from phil_description.core.graph_key import GraphKey
-from phil_msgs.srv import HardwareRequest
+from phil_msgs.srv import HardwareRequest, Trigger
 from phil_ros.graph_safety import signed_request
 
-STEP_TIMEOUT_S = 10.0
 ACTIVATE_TIMEOUT_S = 60.0
-# One attempt of a request that may be repeated (a lifecycle state query, nodes_ready).
-RETRY_ATTEMPT_S = 1.0
 NODES_POLL_S = 0.05
 TRANSITION_POLL_S = 0.1
 
@@ -31,10 +31,47 @@ class HardwareLink:
     def __init__(self, node: Node, group, key: GraphKey, waits: Waits) -> None:
         self._key = key
         self._waits = waits
+        self._logger = node.get_logger()
+        self._estop_word = estop_word_name(node.context.get_domain_id(), HARDWARE_NODE)
+        self._estop = node.create_client(Trigger, f'{HARDWARE_NODE}/estop', callback_group=group)
         self._request = node.create_client(
             HardwareRequest, '/hardware/request', callback_group=group
         )
         self._get = node.create_client(GetState, '/hardware/get_state', callback_group=group)
+
+    def estop_now(self) -> None:
+        """Latch the hardware's ESTOP now: the ESTOP word (the bus loop latches from it within
+        a tick, whatever else runs or hangs), or /hardware/estop without waiting for an answer
+        when the word cannot be written."""
+        problem = trigger_estop(self._estop_word)
+        if problem:
+            self._logger.error(f'ESTOP word: {problem}; calling /hardware/estop')
+            if self._estop.service_is_ready():
+                self._estop.call_async(Trigger.Request())
+
+    def reset_now(self, down_reason: str) -> None:
+        """Ask for a RESET without waiting (the hardware decides, and its status says what it
+        did); its refusal is logged. ``down_reason``: why the hardware is down ('' if not)."""
+        future = None if down_reason else self.request_async('reset')
+        if future is None:
+            reason = down_reason or '/hardware/request is not available'
+            self._logger.warning(f'RESET not sent to the hardware: {reason}')
+            return
+
+        def answered(done) -> None:
+            error = done.exception()
+            if error is not None:
+                self._logger.error(f'RESET request failed: {error}')
+            elif not done.result().accepted:
+                self._logger.warning(f'RESET refused by the hardware: {done.result().reason}')
+
+        future.add_done_callback(answered)
+
+    def permit_joint_trajectory(self, allowed: bool) -> None:
+        """Whether ~/joint_trajectory may be followed (the planner is IDLE); not waited for."""
+        name = 'allow_joint_trajectory' if allowed else 'forbid_joint_trajectory'
+        if self.request_async(name) is None and allowed:
+            self._logger.warning(f'{name}: /hardware/request is not available')
 
     async def activate(self) -> None:
         """Configure (if needed) and activate; RuntimeError with the hardware's reason."""

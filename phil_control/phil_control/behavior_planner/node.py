@@ -19,42 +19,35 @@ refused with the reason, the goals running on it end, and a silent hardware node
 here (it cannot report it itself). At most ``MAX_QUEUED_MOTIONS`` motions wait or run; one more
 is refused (queue full).
 
-Every command, from any route, goes through one StateMachine under one lock. A goal whose
-command is rejected is accepted and aborted at once with the reason in its result (a rejected
-ROS goal carries no reason). Cancelling a goal halts its motion (or stops its play); the goal
-ends canceled when the joints are at rest.
-The node runs in a single-threaded executor and no callback blocks:
-execute callbacks are coroutines that wait for their motion's completion (which wakes the
-executor); the dispatcher carries out the state machine's decisions in a coroutine of its own
-on the same executor.
+Every command, from any route, goes through one StateMachine under one lock; the user goals
+(``user_goals``) too. The node runs in a single-threaded executor and no callback blocks: the
+dispatcher carries out the state machine's decisions in a coroutine of its own on the same
+executor.
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
 import threading
 import time
 from functools import partial
 
-from rclpy.action import ActionServer, CancelResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 
 from phil_control.behavior_planner.dispatcher import Dispatcher
 from phil_control.behavior_planner.goals import Completion
-from phil_control.command_conversions import command_from_msg, goal_command
+from phil_control.behavior_planner.services import CommandServices
+from phil_control.behavior_planner.status import robot_status
+from phil_control.behavior_planner.user_goals import UserGoals
 from phil_control.conversions import measured_positions
 from phil_control.core.behavior import BehaviorConfig, ResumePoint, RobotState, StateMachine
 from phil_control.core.behavior.actions import HaltMotion
 from phil_control.core.behavior.state_machine import NEVER_WAIT
 from phil_control.core.behavior.turns import CommandTurns
 from phil_control.core.protocol import (
-    ParseError,
     ProtocolVocabulary,
-    parse_line,
-    validate_command,
 )
 from phil_control.core.protocol import commands as cmd
 from phil_control.node_names import HARDWARE_NODE, MOTION_PATH
@@ -62,9 +55,7 @@ from phil_control.tcp.handler import HandlerReply, snapshot_status_line
 from phil_description.core import default_robot_model
 from phil_description.core.graph_key import GraphKey
 from phil_description.core.liveness import NodeDown
-from phil_msgs.action import Gesture, Hit, Look, Move, Play, Pose
-from phil_msgs.msg import Fault, HardwareStatus, MotorStates, RobotStatus
-from phil_msgs.srv import Command, Decide, SetSpeed, Trigger
+from phil_msgs.msg import HardwareStatus, MotorStates, RobotStatus
 from phil_ros.executors import waiting_executor
 from phil_ros.graph_shutdown import GRAPH_SHUTDOWN_DELIVERY_TIMEOUT_S, GraphShutdownSender
 from phil_ros.heartbeats import DEFAULT_LIVENESS_TIMEOUT_S, Liveness
@@ -76,16 +67,6 @@ REJECTION_LOG_PERIOD_S = 1.0
 #: Motions queued or running at most; one more is refused (a flood of LOOKs would otherwise
 #: queue minutes of motion and keep the command path busy planning them).
 MAX_QUEUED_MOTIONS = 8
-TRIGGER_COMMANDS = {
-    'start': cmd.Start,
-    'ready': cmd.Ready,
-    'quit': cmd.Quit,
-    'pause': cmd.Pause,
-    'resume': cmd.Resume,
-    'stop': cmd.PlayCtrlStop,
-    'estop': cmd.Estop,
-    'reset': cmd.Reset,
-}
 
 
 class BehaviorPlanner(Node):
@@ -117,8 +98,6 @@ class BehaviorPlanner(Node):
         self._measured = [math.nan] * len(self._names)
         self._hardware = HardwareStatus()
         self._play_feedback = None
-        # Running goals' wakers by goal id: a cancel request completes its goal's.
-        self._goal_wakers: dict[bytes, object] = {}
         group = ReentrantCallbackGroup()
         self._joint_trajectory_permitted = False
         self._hardware_down = False  # FAULT latched here: the hardware node went down
@@ -147,32 +126,17 @@ class BehaviorPlanner(Node):
             key,
             self._down_reason,
         )
-        for name, command_type in TRIGGER_COMMANDS.items():
-            self.create_service(
-                Trigger,
-                f'/phil/{name}',
-                partial(self._on_trigger, command_type),
-                callback_group=group,
-            )
-        self.create_service(SetSpeed, '/phil/speed', self._on_speed, callback_group=group)
-        self.create_service(Command, '/phil/command', self._on_command, callback_group=group)
-        self.create_service(Decide, '~/decide', self._on_decide, callback_group=group)
-        for action_type, name in (
-            (Play, 'play'),
-            (Hit, 'hit'),
-            (Look, 'look'),
-            (Gesture, 'gesture'),
-            (Move, 'move'),
-            (Pose, 'pose'),
-        ):
-            ActionServer(
-                self,
-                action_type,
-                f'/phil/{name}',
-                partial(self._execute_goal, name, action_type),
-                cancel_callback=self._accept_cancel,
-                callback_group=group,
-            )
+        self._command_services = CommandServices(
+            self, self._machine, self._vocabulary, self._decide_in_turn, self._status_line, group
+        )
+        self._user_goals = UserGoals(
+            self,
+            self._vocabulary,
+            self._decide_in_turn,
+            self._cancel,
+            self._on_play_feedback,
+            group,
+        )
         # Measured angles only feed the status (10 Hz): the 20 Hz motor states carry them at a
         # tenth of the cost of the 200 Hz /joint_states.
         self.create_subscription(
@@ -271,118 +235,21 @@ class BehaviorPlanner(Node):
             )
         return ''
 
-    async def _on_command(self, request, response):
-        parsed = parse_line(request.line, self._vocabulary)
-        if isinstance(parsed, cmd.Protocol):  # a connection's setting: nothing to decide
-            response.accepted, response.state = True, self._machine.state.value
-            return response
-        return await self._answer(parsed, response)
-
-    async def _on_decide(self, request, response):
-        try:
-            command = command_from_msg(request.command)
-        except ValueError as error:
-            return await self._answer(ParseError('', str(error)), response)
-        return await self._answer(validate_command(command, self._vocabulary) or command, response)
-
-    async def _answer(self, command, response):
-        """Fill a Command or Decide response: a refused input, GET_STATUS's line, or the
-        decision on a valid command."""
-        if isinstance(command, ParseError):
-            response.accepted, response.reason = False, command.reason
-        elif isinstance(command, cmd.GetStatus):
-            response.accepted, response.reason = True, self._status_line()
-        else:
-            reply = await self._decide_in_turn(command)
-            response.accepted, response.reason = reply.accepted, reply.reason
-        response.state = self._machine.state.value
-        return response
-
     def _status_line(self) -> str:
+        """GET_STATUS (upstream's line) of the machine's state and the commanded targets."""
         with self._lock:
             snapshot = self._machine.snapshot()
         return snapshot_status_line(snapshot, self._last_target)
 
-    async def _on_trigger(self, command_type, request, response):
-        reply = await self._decide_in_turn(command_type())
-        response.accepted, response.reason = reply.accepted, reply.reason
-        response.state = self._machine.state.value
-        return response
-
-    async def _on_speed(self, request, response):
-        command = cmd.PlayCtrlSpeed.asked(request.speed)
-        problem = validate_command(command, self._vocabulary)
-        if problem is not None:
-            response.accepted, response.reason = False, problem.reason
-        else:
-            reply = await self._decide_in_turn(command)
-            response.accepted, response.reason = reply.accepted, reply.reason
-        response.speed = self._machine.speed
-        return response
-
-    async def _execute_goal(self, name: str, action_type, goal_handle):
-        try:
-            command = goal_command(name, goal_handle.request)
-        except ValueError as error:
-            return self._finish(goal_handle, action_type, False, str(error))
-        problem = validate_command(command, self._vocabulary)
-        if problem is not None:
-            return self._finish(goal_handle, action_type, False, problem.reason)
-        waker = waking_future(self)  # completed when the motion ends or a cancel arrives
-        completion = Completion(
-            on_feedback=partial(self._forward_feedback, goal_handle, name),
-            on_finish=partial(complete, waker),
-        )
-        key = bytes(goal_handle.goal_id.uuid)
-        self._goal_wakers[key] = waker
-        try:
-            reply = await self._decide_in_turn(command, completion)
-            if not reply.accepted:
-                return self._finish(goal_handle, action_type, False, reply.reason)
-            await waker
-            if not completion.done.is_set():  # cancelled: stop, then wait for the end
-                if name == 'play':
-                    self._decide(cmd.PlayCtrlStop())
-                else:
-                    self._dispatcher.submit((HaltMotion(),))
-                settled = waking_future(self)
-                completion.on_finish = partial(complete, settled)
-                if not completion.done.is_set():
-                    await settled
-        finally:
-            self._goal_wakers.pop(key, None)
-        result = action_type.Result()
-        if completion.result is not None:
-            for field_name in result.get_fields_and_field_types():
-                if hasattr(completion.result, field_name):
-                    setattr(result, field_name, getattr(completion.result, field_name))
-        result.success, result.reason = completion.success, completion.reason
-        if goal_handle.is_cancel_requested:
-            goal_handle.canceled()
-        elif completion.success:
-            goal_handle.succeed()
-        else:
-            goal_handle.abort()
-        return result
-
-    def _accept_cancel(self, goal_handle) -> CancelResponse:
-        """Accept the cancel and wake the goal's execute callback, which stops the motion."""
-        waker = self._goal_wakers.get(bytes(goal_handle.goal_id.uuid))
-        if waker is not None:
-            complete(waker)
-        return CancelResponse.ACCEPT
-
-    @staticmethod
-    def _finish(goal_handle, action_type, success: bool, reason: str):
-        result = action_type.Result(success=success, reason=reason)
-        (goal_handle.succeed if success else goal_handle.abort)()
-        return result
-
-    def _forward_feedback(self, goal_handle, name: str, feedback) -> None:
+    def _cancel(self, name: str) -> None:
+        """Stop the play or halt the motion of a cancelled user goal."""
         if name == 'play':
-            self._play_feedback = feedback
-        with contextlib.suppress(Exception):  # the goal may have ended; feedback is best effort
-            goal_handle.publish_feedback(feedback)
+            self._decide(cmd.PlayCtrlStop())
+        else:
+            self._dispatcher.submit((HaltMotion(),))
+
+    def _on_play_feedback(self, feedback) -> None:
+        self._play_feedback = feedback
 
     # ------------------------------------------------------------------ events
     def _event(self, name: str, *args) -> None:
@@ -486,31 +353,20 @@ class BehaviorPlanner(Node):
             return
         with self._lock:
             snapshot = self._machine.snapshot()
-            rejection = self._machine.last_rejection
             idle = snapshot.state is RobotState.IDLE
             if idle != self._joint_trajectory_permitted:  # in order, under the lock
                 self._joint_trajectory_permitted = idle
                 self._dispatcher.permit_joint_trajectory(idle)
-        status = RobotStatus(
-            state=snapshot.state.value, speed=snapshot.speed, realtime=self._hardware.realtime
+        status = robot_status(
+            snapshot,
+            self._hardware,
+            self._play_feedback,
+            self._names,
+            self._last_target(),
+            self._measured,
+            [down.node for down in self._watch.down()],
         )
         status.header.stamp = self.get_clock().now().to_msg()
-        if snapshot.resume_point is not None:
-            status.resume_valid = True
-            status.resume_play_id = snapshot.resume_point.play_id
-            status.resume_bar = snapshot.resume_point.bar
-        feedback = self._play_feedback
-        if feedback is not None and snapshot.state is RobotState.PLAYING:
-            status.play_id, status.bar = feedback.play_id, feedback.bar
-            status.total_bars = feedback.total_bars
-        status.joint_names = list(self._names)
-        status.commanded_positions_rad = self._last_target()
-        status.measured_positions_rad = [float(v) for v in self._measured]
-        status.faults = list(self._hardware.faults)
-        if snapshot.fault_reason and not status.faults:
-            status.faults = [Fault(code=Fault.CODE_UNKNOWN, reason=snapshot.fault_reason)]
-        status.last_rejection = rejection.reason if rejection is not None else ''
-        status.unresponsive_nodes = [down.node.lstrip('/') for down in self._watch.down()]
         self._status_pub.publish(status)
 
     def on_graph_shutdown(self) -> None:

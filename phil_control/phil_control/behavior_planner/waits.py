@@ -16,6 +16,10 @@ from rclpy.node import Node
 
 from phil_ros.waking_future import complete, waking_future
 
+#: How long one step waits for a server, or for its answer [s].
+STEP_TIMEOUT_S = 10.0
+#: One attempt of a request that may be repeated (a probe, a lifecycle state query) [s].
+RETRY_ATTEMPT_S = 1.0
 #: How often a server that is not there yet is looked for [s].
 READY_POLL_S = 0.05
 
