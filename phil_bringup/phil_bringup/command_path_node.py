@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from phil_control.behavior_planner.node import BehaviorPlanner
 from phil_control.score_player.node import ScorePlayer
-from phil_control.tcp_bridge_node import TcpBridge
+from phil_control.tcp_bridge.node import TcpBridge
 from phil_control.trajectory_generator.node import TrajectoryGenerator
 from phil_ros.executors import waiting_executor
 from phil_ros.node_runner import run_nodes

@@ -34,8 +34,8 @@ from phil_control.core.play.chunk import ScheduledHit
 from phil_control.core.play.common import CommandedHit
 from phil_control.core.score.instruments import Hand
 from phil_control.score_player.hit_log import HitLog
+from phil_control.tcp.command_log import CommandCsvLog
 from phil_control.tcp.handler import CommandLogEntry
-from phil_control.tcp_bridge_node import CommandCsvLog
 from phil_control.trajectory_generator.trajectory_log import (
     LoggingPublisher,
     TrajectoryCsvLog,

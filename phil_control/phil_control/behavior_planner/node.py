@@ -74,6 +74,10 @@ class BehaviorPlanner(Node):
 
     def __init__(self, **node_options) -> None:
         super().__init__('behavior_planner', **node_options)
+        # What destroy_node uses, before anything can fail (rclpy's shutdown also destroys a
+        # node that Ctrl-C interrupted here).
+        self._graph_shutdown: GraphShutdownSender | None = None
+        self._watch: Liveness | None = None
         self.declare_parameter('sim', False)
         rate_hz = float(self.declare_parameter('status_rate_hz', 10.0).value)
         if not 0.5 <= rate_hz <= 100.0:
@@ -374,10 +378,9 @@ class BehaviorPlanner(Node):
 
     def destroy_node(self) -> None:
         """Leave once every node holds the graph shutdown this node sent (bounded)."""
-        sender = getattr(self, '_graph_shutdown', None)
+        sender = self._graph_shutdown
         # Every watched node, and this one, subscribes to the graph shutdown.
-        watch = getattr(self, '_watch', None)
-        subscribers = 0 if watch is None else len(watch.watched) + 1
+        subscribers = 0 if self._watch is None else len(self._watch.watched) + 1
         if sender is not None and self.context.ok() and not sender.wait_delivered(subscribers):
             self.get_logger().warning(
                 f'a node did not confirm the graph shutdown within '

@@ -155,12 +155,14 @@ def _structure_problem(
         return Rejection(ChunkFault.NOT_FINITE, 'non-finite time_from_start')
     if times[0] < 0.0:
         return _malformed(
-            f'point times must be >= 0 and strictly increasing: the first is {times[0]:g} s'
+            'point times must increase (time_from_start >= 0 and strictly increasing): '
+            f'the first is {times[0]:g} s'
         )
     if times.size > 1 and not (np.diff(times) > 0.0).all():
         late = int(np.argmin(np.diff(times) > 0.0)) + 1
         return _malformed(
-            f'point times must be >= 0 and strictly increasing: point {late} of {times.size} '
+            f'point times must increase (time_from_start >= 0 and strictly increasing): '
+            f'point {late} of {times.size} '
             f'at {times[late]:.9g} s '
             f'is not after point {late - 1} at {times[late - 1]:.9g} s'
         )
