@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
+
+from phil_ros.parameters import declare_parameters
 
 #: The node's parameters: name -> (default, description).
 PARAMETERS = {
@@ -28,12 +29,7 @@ class Config:
     @classmethod
     def from_parameters(cls, node: Node) -> Config:
         """Declare every parameter on ``node`` (read-only: they are read once, here)."""
-        values = {
-            name: node.declare_parameter(
-                name, default, ParameterDescriptor(description=description, read_only=True)
-            ).value
-            for name, (default, description) in PARAMETERS.items()
-        }
+        values = declare_parameters(node, PARAMETERS)
         return cls(
             sim=bool(values['sim']),
             publish_robot_description=bool(values['publish_robot_description']),

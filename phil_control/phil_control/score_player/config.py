@@ -8,13 +8,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 
 from phil_control.conversions import STAMP_CLOCKS
 from phil_control.core.play import check_motion_lead_s, check_pedal_lead_s
 from phil_description.core.liveness import DEFAULT_LIVENESS_TIMEOUT_S
 from phil_description.core.paths import installed_share_directory
+from phil_ros.parameters import declare_parameters
 
 #: The workspace's scores folder when running from the source tree (``--symlink-install``).
 SOURCE_SCORES_DIR = Path(__file__).resolve().parents[3] / 'scores'
@@ -108,12 +108,7 @@ class Config:
         Raises:
             ValueError: Naming the first bad parameter and what it allows.
         """
-        values = {
-            name: node.declare_parameter(
-                name, default, ParameterDescriptor(description=description, read_only=True)
-            ).value
-            for name, (default, description) in PARAMETERS.items()
-        }
+        values = declare_parameters(node, PARAMETERS)
         return cls.from_values(values)
 
     @classmethod

@@ -7,12 +7,12 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
 from phil_control.conversions import STAMP_CLOCKS
 from phil_control.core.motion import ChunkingConfig, ContinuityTolerance, MotionDefaults
+from phil_ros.parameters import declare_parameters
 
 #: Most goals the trajectory_generator keeps queued or moving at once (parameter bound).
 MAX_ACTIVE_GOALS_LIMIT = 12
@@ -43,12 +43,7 @@ class Config:
         Raises:
             ValueError: Naming the first bad parameter and what it allows.
         """
-        values = {
-            name: node.declare_parameter(
-                name, default, ParameterDescriptor(description=description, read_only=True)
-            ).value
-            for name, (default, description) in PARAMETERS.items()
-        }
+        values = declare_parameters(node, PARAMETERS)
         return cls.from_values(values, joint_names)
 
     @classmethod

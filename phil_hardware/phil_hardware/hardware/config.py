@@ -9,8 +9,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from rcl_interfaces.msg import ParameterDescriptor
-
 from phil_description.core import default_robot_model
 from phil_description.core.liveness import DEFAULT_LIVENESS_TIMEOUT_S
 from phil_description.core.model import RobotModel
@@ -22,6 +20,7 @@ from phil_hardware.core.bus_controller import (
 from phil_hardware.core.realtime import RealtimeConfig
 from phil_hardware.core.safety import SafetyConfig
 from phil_hardware.rt import BusLoopConfig
+from phil_ros.parameters import declare_parameters
 
 # Start-up replies the node may wait longer for (e.g. simulators on a busy machine).
 TIMING_PARAMETERS = ('sdo_timeout_s', 'dxl_reply_timeout_s', 'enable_timeout_s', 'feedback_wait_s')
@@ -115,16 +114,7 @@ class Config:
         Raises:
             ValueError: Naming the first bad parameter and what it allows.
         """
-        values = {
-            name: node.declare_parameter(
-                name,
-                default,
-                ParameterDescriptor(
-                    description=description, read_only=name not in BUS_LOOP_PARAMETERS
-                ),
-            ).value
-            for name, (default, description) in PARAMETERS.items()
-        }
+        values = declare_parameters(node, PARAMETERS, writable=BUS_LOOP_PARAMETERS)
         return cls.from_values(values, estop_word)
 
     @classmethod
