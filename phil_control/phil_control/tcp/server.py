@@ -39,6 +39,12 @@ answered at once with the `STATUS|...` line. Improvements over upstream:
   the line is then handled and answered in its turn.
 
 Blank lines are ignored (no reply). A partial line at disconnect is discarded, never executed.
+
+Where each part lives: this module binds, starts and stops the server (its event loop in a
+thread of its own); :mod:`~phil_control.tcp.clients` serves each client (reading, pacing,
+admission and eviction, idle timeout, close); :mod:`~phil_control.tcp.dispatch` handles the
+lines (the ESTOP fast path, the lines answered at once, the handler call, replies and the
+command log); :mod:`~phil_control.tcp.connection` is what is held for one client.
 """
 
 from __future__ import annotations
@@ -52,53 +58,21 @@ import socket
 import threading
 import time
 import weakref
-from collections import deque
 from collections.abc import Callable
 
-from phil_control.core.protocol.commands import (
-    ACK_PROTOCOL_VERSION,
-    Command,
-    Estop,
-    GetStatus,
-    Protocol,
-    Quit,
-)
-from phil_control.core.protocol.framing import FramedLine, LineFramer, LineTooLong
-from phil_control.core.protocol.parser import ParseError, parse_line
 from phil_control.core.protocol.vocabulary import ProtocolVocabulary
-from phil_control.tcp.config import TcpServerConfig, TokenBucket, wire_text
-from phil_control.tcp.handler import CommandHandler, CommandLogEntry, HandlerReply
+from phil_control.tcp.clients import ClientServing
+from phil_control.tcp.config import TcpServerConfig, TokenBucket
+from phil_control.tcp.connection import Connection
+from phil_control.tcp.handler import CommandHandler, CommandLogEntry
 
 _logger = logging.getLogger(__name__)
 
-NO_OPCODE = '-'
-# A closed client still holding unsent replies (it does not read) is aborted after this long.
-_CLOSE_GRACE_S = 5.0
-# A line waiting for its rate looks at the pace clock this often.
-_PACE_POLL_S = 0.01
 # stop() waits this long for the commands being handled to be answered.
 _DRAIN_TIMEOUT_S = 1.0
 
 
-class _Connection:
-    def __init__(
-        self, client_id: int, writer: asyncio.StreamWriter, max_line_bytes: int, now_s: float
-    ):
-        self.client_id = client_id
-        self.writer = writer
-        self.framer = LineFramer(max_line_bytes)
-        self.ack = False
-        self.closing = False
-        self.close_reason = ''
-        # Lines read but not handled yet; the next chunk is read only once this is empty.
-        self.unhandled: deque[FramedLine | LineTooLong] = deque()
-        self.busy = False  # a line of it is being handled
-        self.handling: asyncio.Future | None = None  # the handler call in flight
-        self.last_active_s = now_s  # loop time it last sent something or had a line handled
-        self.lines: TokenBucket | None = None  # its max_lines_per_s
-
-
-class TcpServer:
+class TcpServer(ClientServing):
     """Serve the protocol to any number of clients from one background thread.
 
     Args:
@@ -126,7 +100,7 @@ class TcpServer:
         self._command_log = command_log
         self._clock = clock
         self._ids = itertools.count(1)
-        self._connections: dict[int, _Connection] = {}
+        self._connections: dict[int, Connection] = {}
         self._tasks: set[asyncio.Task] = set()
         self._transports: weakref.WeakSet[asyncio.BaseTransport] = weakref.WeakSet()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -299,260 +273,3 @@ class TcpServer:
             for task in remaining:
                 task.cancel()
             await asyncio.gather(*remaining, return_exceptions=True)
-
-    async def _serve_client(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-    ) -> None:
-        task = asyncio.current_task()
-        if task is not None:
-            self._tasks.add(task)
-        self._transports.add(writer.transport)
-        loop = asyncio.get_running_loop()
-        connection = _Connection(next(self._ids), writer, self._config.max_line_bytes, loop.time())
-        connection.lines = TokenBucket(self._config.max_lines_per_s, self._pace_clock())
-        try:
-            self._make_room(loop.time())
-            self._connections[connection.client_id] = connection
-            if self._config.socket_send_buffer_bytes is not None:
-                writer.get_extra_info('socket').setsockopt(
-                    socket.SOL_SOCKET, socket.SO_SNDBUF, self._config.socket_send_buffer_bytes
-                )
-            _logger.info(
-                'client %d connected from %s',
-                connection.client_id,
-                writer.get_extra_info('peername'),
-            )
-            while not connection.closing:
-                data = await self._receive(reader, connection)
-                if not data:
-                    break
-                connection.last_active_s = loop.time()
-                events = connection.framer.feed(data)
-                self._estop_at_once(events)
-                connection.unhandled.extend(events)
-                connection.busy = True
-                while connection.unhandled and not connection.closing:
-                    await self._pace(connection.lines)
-                    to_handle = self._answer_at_once(connection, connection.unhandled.popleft())
-                    if to_handle is None:
-                        # One line per client per turn of the loop (a handled line yields while
-                        # its worker runs): a burst holds the other clients for one line at most.
-                        await asyncio.sleep(0)
-                    else:
-                        await self._pace(self._commands)
-                        await self._handle(connection, *to_handle)
-                connection.busy = False
-                connection.last_active_s = loop.time()
-                # read() does not yield while data is buffered: a chunk without a whole line
-                # (a megabyte without newline) must not keep the loop from the other clients.
-                await asyncio.sleep(0)
-        except (ConnectionError, OSError) as error:
-            _logger.info('client %d: %s', connection.client_id, error)
-        except asyncio.CancelledError:
-            pass  # server stopping; ending normally keeps asyncio from logging the cancel
-        finally:
-            if task is not None:
-                self._tasks.discard(task)
-            if self._connections.pop(connection.client_id, None) is not None:
-                _logger.info('client %d disconnected', connection.client_id)
-            self._log_unhandled(connection)
-            self._close(connection)
-
-    async def _receive(self, reader: asyncio.StreamReader, connection: _Connection) -> bytes:
-        """The next bytes of the client; b'' at its end or after its idle timeout."""
-        read = reader.read(self._config.read_chunk_bytes)
-        timeout_s = self._config.idle_timeout_s
-        if timeout_s <= 0:
-            return await read
-        try:
-            return await asyncio.wait_for(read, timeout_s)
-        except asyncio.TimeoutError:
-            reason = f'idle for {timeout_s:g} s; closing'
-            _logger.info('client %d %s', connection.client_id, reason)
-            self._reply(connection, f'ERR|{NO_OPCODE}|{reason}')
-            connection.closing = True
-            connection.close_reason = reason
-            return b''
-
-    def _make_room(self, now_s: float) -> None:
-        """With `max_clients` served, evict the client idle longest (a busy one only when
-        every client is busy), so a newcomer's ESTOP or GET_STATUS always gets through."""
-        served = [c for c in self._connections.values() if not c.closing]
-        if len(served) < self._config.max_clients:
-            return
-        victim = max(served, key=lambda c: (not c.busy, now_s - c.last_active_s))
-        reason = f'evicted: {len(served)} clients connected and this one was idle longest'
-        _logger.warning(
-            'client %d %s (%s for %.1f s); admitting a new client',
-            victim.client_id,
-            reason,
-            'busy' if victim.busy else 'idle',
-            now_s - victim.last_active_s,
-        )
-        self._send(victim, f'ERR|{NO_OPCODE}|{reason}\n')  # in either mode: may be a person
-        self._connections.pop(victim.client_id, None)
-        victim.closing = True
-        victim.close_reason = victim.close_reason or reason
-        self._close(victim)
-
-    def _close(self, connection: _Connection) -> None:
-        transport = connection.writer.transport
-        connection.writer.close()  # sends what is still buffered (e.g. the QUIT reply), then FIN
-        if transport.get_write_buffer_size():  # a peer that does not read would hold it open
-            asyncio.get_running_loop().call_later(_CLOSE_GRACE_S, transport.abort)
-
-    def _log_unhandled(self, connection: _Connection) -> None:
-        """Log the lines a closed connection had sent that were not handled (none are lost
-        silently)."""
-        reason = f'not executed: {connection.close_reason or "the connection closed"}'
-        while connection.unhandled:
-            event = connection.unhandled.popleft()
-            if isinstance(event, LineTooLong):
-                self._log(connection, '', NO_OPCODE, False, reason)
-            elif event.data.strip(b' \t\r'):
-                text = event.data.decode('utf-8', 'replace').strip()
-                opcode = wire_text(text.split('|', 1)[0].strip().upper()[:40]) or NO_OPCODE
-                self._log(connection, text, opcode, False, reason)
-
-    # ------------------------------------------------------------ line handling
-
-    async def _pace(self, bucket: TokenBucket | None) -> None:
-        """Wait for a token of ``bucket`` (a client's lines, or every client's commands)."""
-        if bucket is None:
-            return
-        while (wait_s := bucket.wait_s(self._pace_clock())) > 0.0:
-            await asyncio.sleep(min(wait_s, _PACE_POLL_S))
-        bucket.take(self._pace_clock())
-
-    def _estop_at_once(self, events: list) -> None:
-        """Latch ESTOP now when one of the lines just received is an ESTOP."""
-        estop_now = getattr(self._handler, 'estop_now', None)
-        if estop_now is None:
-            return
-        for event in events:
-            if (
-                isinstance(event, FramedLine)
-                and event.data.lstrip()[:5].upper() == b'ESTOP'
-                and isinstance(parse_line(event.data, self._vocabulary), Estop)
-            ):
-                try:
-                    problem = estop_now()
-                except Exception:  # the line's own handling still asks the planner
-                    _logger.exception('estop_now() failed')
-                    problem = 'estop_now failed'
-                if problem:
-                    _logger.error('ESTOP: %s', problem)
-                return
-
-    def _answer_at_once(
-        self, connection: _Connection, event: FramedLine | LineTooLong
-    ) -> tuple[str, Command] | None:
-        """Answer a line that needs no handler (invalid, GET_STATUS, PROTOCOL, blank); else
-        return its text and command for `_handle`."""
-        if isinstance(event, LineTooLong):
-            reason = (
-                f'line longer than {event.limit_bytes} bytes; discarded up to the next newline'
-            )
-            self._log(connection, '', NO_OPCODE, False, reason)
-            self._reply(connection, f'ERR|{NO_OPCODE}|{reason}')
-            return None
-        if not event.data.strip(b' \t\r'):
-            return None
-        text = event.data.decode('utf-8', 'replace').strip()
-        result = parse_line(event.data, self._vocabulary)
-        if isinstance(result, ParseError):
-            opcode = wire_text(result.opcode) or NO_OPCODE
-            self._log(connection, text, opcode, False, result.reason)
-            self._reply(connection, f'ERR|{opcode}|{wire_text(result.reason)}')
-            return None
-        opcode = result.opcode.value
-        if isinstance(result, GetStatus):
-            self._answer_status(connection, text)
-            return None
-        if isinstance(result, Protocol):
-            was_ack = connection.ack
-            connection.ack = result.version == ACK_PROTOCOL_VERSION
-            self._log(connection, text, opcode, True, '')
-            if was_ack or connection.ack:
-                self._send(connection, f'OK|{opcode}\n')
-            return None
-        return text, result
-
-    async def _handle(self, connection: _Connection, text: str, command: Command) -> None:
-        # The handler may wait for the planner: in a worker thread, so other clients (and this
-        # one's GET_STATUS after the line is answered) are served meanwhile; lines of one
-        # client stay in order because this coroutine awaits the reply.
-        connection.handling = asyncio.get_running_loop().run_in_executor(
-            self._executor, self._call_handler, command, connection.client_id
-        )
-        try:
-            reply = await connection.handling
-        finally:
-            connection.handling = None
-        opcode = command.opcode.value
-        self._log(connection, text, opcode, reply.accepted, reply.reason)
-        if reply.accepted:
-            note = f'|{wire_text(reply.reason)}' if reply.reason else ''
-            self._reply(connection, f'OK|{opcode}{note}')
-        else:
-            self._reply(connection, f'ERR|{opcode}|{wire_text(reply.reason) or "rejected"}')
-        if isinstance(command, Quit):
-            connection.closing = True
-            connection.close_reason = 'the client sent QUIT'
-
-    def _answer_status(self, connection: _Connection, text: str) -> None:
-        try:
-            line = self._handler.status_line()
-        except Exception as error:  # a broken provider must not stop the server
-            _logger.exception('status_line() failed')
-            reason = f'status unavailable: {type(error).__name__}: {error}'
-            self._log(connection, text, GetStatus.opcode.value, False, reason)
-            self._send(connection, f'ERR|{GetStatus.opcode.value}|{wire_text(reason)}\n')
-            return
-        self._log(connection, text, GetStatus.opcode.value, True, '')
-        self._send(connection, line if line.endswith('\n') else line + '\n')
-
-    def _call_handler(self, command: Command, client_id: int) -> HandlerReply:
-        try:
-            reply = self._handler.handle(command, client_id)
-        except Exception as error:  # a broken handler must not stop the server
-            _logger.exception('handler failed on %r', command)
-            return HandlerReply(False, f'internal error: {type(error).__name__}: {error}')
-        if not isinstance(reply, HandlerReply):
-            return HandlerReply(False, f'internal error: handler returned {type(reply).__name__}')
-        return reply
-
-    def _reply(self, connection: _Connection, line: str) -> None:
-        if connection.ack:
-            self._send(connection, line + '\n')
-
-    def _send(self, connection: _Connection, text: str) -> None:
-        if connection.closing:
-            return
-        transport = connection.writer.transport
-        if transport.is_closing():
-            return
-        connection.writer.write(text.encode('utf-8', 'replace'))
-        if transport.get_write_buffer_size() > self._config.max_output_bytes:
-            _logger.warning(
-                'client %d does not read its replies (%d bytes pending); dropped',
-                connection.client_id,
-                transport.get_write_buffer_size(),
-            )
-            self._dropped += 1
-            connection.closing = True
-            connection.close_reason = 'the client did not read its replies'
-            transport.abort()
-
-    def _log(
-        self, connection: _Connection, line: str, opcode: str, accepted: bool, reason: str
-    ) -> None:
-        if self._command_log is None:
-            return
-        entry = CommandLogEntry(
-            self._clock(), connection.client_id, line, opcode, accepted, reason
-        )
-        try:
-            self._command_log(entry)
-        except Exception:  # a broken log must not stop the server
-            _logger.exception('command log callback failed')
