@@ -106,14 +106,18 @@ def test_parameter_files_only_set_parameters_the_nodes_declare():
 def node_parameters() -> dict[str, dict]:
     """Each node's parameters (name -> (default, description)) by node name."""
     from phil_bringup.description_publisher.config import PARAMETERS as DESCRIPTION
+    from phil_control.behavior_planner.config import PARAMETERS as BEHAVIOR_PLANNER
     from phil_control.score_player.config import PARAMETERS as SCORE_PLAYER
+    from phil_control.tcp_bridge.config import PARAMETERS as TCP_BRIDGE
     from phil_control.trajectory_generator.config import PARAMETERS as TRAJECTORY_GENERATOR
     from phil_hardware.hardware.config import PARAMETERS as HARDWARE
 
     return {
+        'behavior_planner': BEHAVIOR_PLANNER,
         'description_publisher': DESCRIPTION,
         'hardware': HARDWARE,
         'score_player': SCORE_PLAYER,
+        'tcp_bridge': TCP_BRIDGE,
         'trajectory_generator': TRAJECTORY_GENERATOR,
     }
 

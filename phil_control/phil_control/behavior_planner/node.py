@@ -36,6 +36,7 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 
+from phil_control.behavior_planner.config import Config
 from phil_control.behavior_planner.dispatcher import Dispatcher
 from phil_control.behavior_planner.goals import Completion
 from phil_control.behavior_planner.services import CommandServices
@@ -58,7 +59,7 @@ from phil_description.core.liveness import NodeDown
 from phil_msgs.msg import HardwareStatus, MotorStates, RobotStatus
 from phil_ros.executors import waiting_executor
 from phil_ros.graph_shutdown import GRAPH_SHUTDOWN_DELIVERY_TIMEOUT_S, GraphShutdownSender
-from phil_ros.heartbeats import DEFAULT_LIVENESS_TIMEOUT_S, Liveness
+from phil_ros.heartbeats import Liveness
 from phil_ros.node_runner import run_node
 from phil_ros.qos import LATCHED
 from phil_ros.waking_future import complete, waking_future
@@ -78,14 +79,7 @@ class BehaviorPlanner(Node):
         # node that Ctrl-C interrupted here).
         self._graph_shutdown: GraphShutdownSender | None = None
         self._watch: Liveness | None = None
-        self.declare_parameter('sim', False)
-        rate_hz = float(self.declare_parameter('status_rate_hz', 10.0).value)
-        if not 0.5 <= rate_hz <= 100.0:
-            raise ValueError(f'parameter status_rate_hz = {rate_hz} must be in 0.5..100')
-        watched = [name for name in self.declare_parameter('watched_nodes', ['']).value if name]
-        liveness_timeout_s = float(
-            self.declare_parameter('liveness_timeout_s', DEFAULT_LIVENESS_TIMEOUT_S).value
-        )
+        config = Config.from_parameters(self)
         key = GraphKey.from_environment()
         self._model = default_robot_model()
         self._names = self._model.joint_names
@@ -102,7 +96,6 @@ class BehaviorPlanner(Node):
         self._measured = [math.nan] * len(self._names)
         self._hardware = HardwareStatus()
         self._play_feedback = None
-        group = ReentrantCallbackGroup()
         self._joint_trajectory_permitted = False
         self._hardware_down = False  # FAULT latched here: the hardware node went down
         self._status_pub = self.create_publisher(RobotStatus, '/phil/status', LATCHED)
@@ -113,8 +106,19 @@ class BehaviorPlanner(Node):
         self._graph_ready = False
         self._graph_shutdown = GraphShutdownSender(self, key)
         self._watch = Liveness(
-            self, watched, liveness_timeout_s, on_down=self._node_down, on_back=self._node_back
+            self,
+            config.watched_nodes,
+            config.liveness_timeout_s,
+            on_down=self._node_down,
+            on_back=self._node_back,
         )
+        self._create_interfaces(config, key)
+        self._dispatcher.meet_graph()
+
+    def _create_interfaces(self, config: Config, key: GraphKey) -> None:
+        """The dispatcher (the planner's links to the graph), the user-facing services and
+        goals, the inputs of the status and its timer."""
+        group = ReentrantCallbackGroup()
         self._dispatcher = Dispatcher(
             self,
             self._names,
@@ -156,8 +160,7 @@ class BehaviorPlanner(Node):
         self.create_subscription(
             HardwareStatus, '/hardware/status', self._on_hardware, LATCHED, callback_group=group
         )
-        self.create_timer(1.0 / rate_hz, self._on_status_timer, callback_group=group)
-        self._dispatcher.meet_graph()
+        self.create_timer(1.0 / config.status_rate_hz, self._on_status_timer, callback_group=group)
 
     # ------------------------------------------------------------------ commands
     async def _decide_in_turn(self, command, completion: Completion | None = None):

@@ -4,10 +4,7 @@ The bridge is where the text protocol is parsed: each valid line goes, typed, to
 /behavior_planner/decide (phil_msgs/Decide), where the planner decides it exactly as for any
 route; the reply (accepted, reason) is what acknowledged mode reports. GET_STATUS is answered
 at once from the latest /phil/status.
-Parameters: ``address`` (127.0.0.1), ``port`` (1951), ``max_line_bytes`` (4096),
-``max_clients`` (16), ``reply_timeout_s`` (2.0), ``idle_timeout_s`` (3600, 0 = never),
-``max_lines_per_s`` (100 per client), ``max_commands_per_s`` (20, all clients; 0 = no limit),
-``liveness_timeout_s``, ``log_dir`` ('' = no command log).
+Parameters: ``config.PARAMETERS``.
 
 The TCP server runs on its own thread (asyncio) and calls the handler (``planner_handler``) in
 a worker thread, which waits for the planner's answer while the other clients are served; ROS
@@ -26,19 +23,18 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 
 from rclpy.node import Node
 
 from phil_control.core.protocol import ProtocolVocabulary
 from phil_control.tcp.command_log import CommandCsvLog
-from phil_control.tcp.server import TcpServer, TcpServerConfig
+from phil_control.tcp.server import TcpServer
+from phil_control.tcp_bridge.config import Config
 from phil_control.tcp_bridge.planner_handler import PlannerHandler
 from phil_description.core import default_robot_model
 from phil_description.core.exit_status import CONFIG_ERROR_EXIT
 from phil_description.core.graph_key import GraphKey
 from phil_msgs.msg import HardwareStatus, RobotStatus
-from phil_ros.heartbeats import DEFAULT_LIVENESS_TIMEOUT_S
 from phil_ros.node_runner import run_node
 from phil_ros.qos import LATCHED
 
@@ -56,27 +52,13 @@ class TcpBridge(Node):
         self._server: TcpServer | None = None
         self._log: CommandCsvLog | None = None
         self._handler: PlannerHandler | None = None
-        self.declare_parameter('sim', False)
-        address = str(self.declare_parameter('address', '127.0.0.1').value)
-        port = int(self.declare_parameter('port', 1951).value)
-        max_line = int(self.declare_parameter('max_line_bytes', 4096).value)
-        max_clients = int(self.declare_parameter('max_clients', 16).value)
-        timeout_s = float(self.declare_parameter('reply_timeout_s', 2.0).value)
-        idle_timeout_s = float(self.declare_parameter('idle_timeout_s', 3600.0).value)
-        max_lines_per_s = float(self.declare_parameter('max_lines_per_s', 100.0).value)
-        max_commands_per_s = float(self.declare_parameter('max_commands_per_s', 20.0).value)
-        log_dir = str(self.declare_parameter('log_dir', '').value)
-        if not timeout_s > 0:  # the server's config checks the others
-            raise ValueError(f'parameter reply_timeout_s = {timeout_s} must be > 0 s')
-        liveness_timeout_s = float(
-            self.declare_parameter('liveness_timeout_s', DEFAULT_LIVENESS_TIMEOUT_S).value
-        )
+        config = Config.from_parameters(self)
         # The port also opens when the planner goes down before it did: ESTOP and QUIT (which
         # then ends the graph at once) must reach the robot whatever else is wrong.
         self._handler = PlannerHandler(
             self,
-            timeout_s,
-            liveness_timeout_s,
+            config.reply_timeout_s,
+            config.liveness_timeout_s,
             GraphKey.from_environment(),
             on_planner_down=lambda: self._listen(),
         )
@@ -87,22 +69,15 @@ class TcpBridge(Node):
         self.create_subscription(
             HardwareStatus, '/hardware/status', self._handler.set_hardware, LATCHED
         )
-        self._log = CommandCsvLog(Path(log_dir) / 'commands.csv') if log_dir else None
+        if config.log_dir is not None:
+            self._log = CommandCsvLog(config.log_dir / 'commands.csv')
         vocabulary = ProtocolVocabulary.from_robot_model(
             default_robot_model(), look_joints=('head_yaw', 'head_pitch')
         )
         self._server = TcpServer(
             self._handler,
             vocabulary,
-            TcpServerConfig(
-                host=address,
-                port=port,
-                max_line_bytes=max_line,
-                max_clients=max_clients,
-                idle_timeout_s=idle_timeout_s,
-                max_lines_per_s=max_lines_per_s,
-                max_commands_per_s=max_commands_per_s,
-            ),
+            config.server,
             command_log=self._log,
             clock=time.monotonic,
         )
