@@ -1,0 +1,82 @@
+"""Where the score player learns that the motion stopped before its goal ended: a chunk the
+trajectory generator refused, the hardware's latch (ESTOP or a fault, stamped), a node of the
+motion path gone silent. Only what reached the motors counts: the goal ends with the reason and
+no hit after the stop is reported."""
+
+from __future__ import annotations
+
+from std_msgs.msg import String
+
+from phil_control.score_player import conversions as convert
+from phil_description.core.liveness import NodeDown
+from phil_msgs.action import Hit, Play
+from phil_msgs.msg import HardwareStatus
+
+# The nodes a play's motion goes through after this one: down, nothing more is played.
+_MOTION_NODES = ('/trajectory_generator', '/hardware')
+
+
+class MotionStops:
+    """The motion-stop side of the `ScorePlayer` node (a mixin: it uses the node's lock,
+    session, goal slot, audio and hit reporting)."""
+
+    def _on_rejected(self, msg: String) -> None:
+        """The trajectory generator refused one of our chunks: nothing after it joins what
+        the robot does, so the goal ends here (the robot holds where the accepted motion
+        ends) instead of playing on unheard."""
+        with self._lock:
+            goal, self._goal = self._goal, None
+            if goal is None:
+                return
+            reason = (
+                f'the trajectory generator refused {msg.data}; the robot holds where '
+                'the accepted motion ends'
+            )
+            self.get_logger().error(f'{goal.kind} aborted: {reason}')
+            self.audio.stop()
+            self.session.discard()
+            result_type = Play.Result if goal.kind == 'play' else Hit.Result
+            goal.finish('abort', result_type(success=False, reason=reason))
+
+    def _on_hardware(self, msg: HardwareStatus) -> None:
+        """The hardware latched: nothing after the latch was played."""
+        if not (msg.estop or msg.faults):
+            return
+        stamps = [
+            self._timebase.from_stamp(fault.stamp)
+            for fault in msg.faults
+            if fault.stamp.sec or fault.stamp.nanosec
+        ]
+        reason = msg.faults[0].reason if msg.faults else 'emergency stop'
+        with self._lock:
+            self._motion_stopped(
+                min(stamps, default=self._now_s()), f'the hardware latched: {reason}'
+            )
+
+    def _on_node_down(self, down: NodeDown) -> None:
+        """A node the motion goes through stopped: nothing after its last heartbeat counts."""
+        if down.node not in _MOTION_NODES:
+            return
+        with self._lock:
+            self._motion_stopped(self._now_s() - down.silent_s, down.reason)
+
+    def _motion_stopped(self, stop_s: float, reason: str) -> None:
+        """End the running goal at ``stop_s`` (session time): report the hits up to it, none
+        after; a play keeps a resume point (lock held)."""
+        goal, self._goal = self._goal, None
+        if goal is None:
+            return
+        self._report(goal, self.session.due_hits(stop_s))
+        result_type = Play.Result if goal.kind == 'play' else Hit.Result
+        result = (
+            convert.play_result(goal.hits, self.session.wall_time_at)
+            if goal.kind == 'play'
+            else result_type()
+        )
+        point = self.session.halted(stop_s)
+        if point is not None:
+            result.resume_valid, result.resume_bar = True, point.bar
+        self.audio.stop()
+        result.success, result.reason = False, reason
+        goal.finish('abort', result)
+        self.get_logger().error(f'{goal.kind} ended: {reason}; {len(goal.hits)} hits played')
