@@ -62,53 +62,42 @@ import math
 import threading
 import time
 from concurrent import futures
-from functools import partial
 
-from lifecycle_msgs.msg import State
 from lifecycle_msgs.srv import GetState
-from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.callback_groups import (
+    CallbackGroup,
+    MutuallyExclusiveCallbackGroup,
+    ReentrantCallbackGroup,
+)
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
-from sensor_msgs.msg import JointState
 
 from phil_description.core.estop_word import EstopWord, estop_word_name
 from phil_description.core.graph_key import GraphKey, ReplayGuard
 from phil_description.core.liveness import NodeDown, node_name
 from phil_hardware.hardware import conversions as convert
+from phil_hardware.hardware.bus_loop import BusLoopProcess
 from phil_hardware.hardware.command_inputs import CommandInputs, not_running_reason
 from phil_hardware.hardware.config import Config
 from phil_hardware.hardware.csv_logs import MotorCsvLog, TickCsvLog
+from phil_hardware.hardware.lifecycle import LifecycleTransitions
+from phil_hardware.hardware.publishing import StatePublishing
 from phil_hardware.rt import BusLoopClient, BusLoopError
-from phil_msgs.msg import Fault, HardwareStatus, MotorStates
+from phil_msgs.msg import Fault
 from phil_msgs.srv import HardwareRequest
 from phil_ros.executors import CompanionNode
 from phil_ros.graph_safety import request_refusal
 from phil_ros.heartbeats import Liveness
 from phil_ros.node_runner import run_node
-from phil_ros.qos import LATCHED
 
-TRANSITION_TIMEOUT_S = 30.0
-LOOP_CHECK_PERIOD_S = 0.2
 RESET_TIMEOUT_S = 5.0
-# lifecycle_msgs/State of each primary state, and of the state each transition runs in.
-PRIMARY_STATE_IDS = {
-    'unconfigured': State.PRIMARY_STATE_UNCONFIGURED,
-    'inactive': State.PRIMARY_STATE_INACTIVE,
-    'active': State.PRIMARY_STATE_ACTIVE,
-    'finalized': State.PRIMARY_STATE_FINALIZED,
-}
-TRANSITION_STATES = {
-    'configure': (State.TRANSITION_STATE_CONFIGURING, 'configuring'),
-    'activate': (State.TRANSITION_STATE_ACTIVATING, 'activating'),
-    'deactivate': (State.TRANSITION_STATE_DEACTIVATING, 'deactivating'),
-    'cleanup': (State.TRANSITION_STATE_CLEANINGUP, 'cleaningup'),
-}
-ERROR_PROCESSING = (State.TRANSITION_STATE_ERRORPROCESSING, 'errorprocessing')
 # How long activate waits for every watched node's first heartbeat.
 NODES_WAIT_S = 10.0
 
 
-class HardwareNode(LifecycleNode):
-    """Lifecycle front end of the bus-loop process."""
+class HardwareNode(LifecycleTransitions, StatePublishing, BusLoopProcess, LifecycleNode):
+    """Lifecycle front end of the bus-loop process: its transitions (``lifecycle``), what it
+    publishes (``publishing``) and the bus-loop process (``bus_loop``) live in modules of
+    their own; the signed requests and the liveness watch are here."""
 
     def __init__(self, **node_options) -> None:
         # rclpy's lifecycle services would let any node switch torque: transitions come only
@@ -126,6 +115,28 @@ class HardwareNode(LifecycleNode):
         self._commands: CommandInputs | None = None
         self._joint_state_thread: threading.Thread | None = None
         self._stop_publishing = threading.Event()
+        self._read_configuration()
+        self._lifecycle = 'unconfigured'
+        self._origins_set = False  # see on_configure
+        self._published_state = 'unconfigured'
+        self._transition: tuple[int, str] | None = None  # the state a running transition is in
+        self._node_faults: list[Fault] = []
+        self._missing: tuple[str, ...] = ()  # from a failed discovery, once the loop is gone
+        self._last_status_key = None
+        io_group = MutuallyExclusiveCallbackGroup()
+        command_group = ReentrantCallbackGroup()
+        self._create_publishers(io_group)
+        self._create_services(command_group)
+        self._start_joint_state_thread()
+        self._start_command_inputs()
+        self._start_liveness()
+        if self._config.configure_on_start:
+            self._start_timer = self.create_timer(
+                0.0, self._configure_once, callback_group=command_group
+            )
+
+    def _read_configuration(self) -> None:
+        """The parameters, the graph key and the ESTOP word this node creates for the graph."""
         self._config = Config.from_parameters(
             self, estop_word_name(self.context.get_domain_id(), self.get_fully_qualified_name())
         )
@@ -136,42 +147,18 @@ class HardwareNode(LifecycleNode):
         self._estop_word = EstopWord.create(self._bus_loop.estop_word)
         self._watched = tuple(node_name(name) for name in self._config.watched_nodes)
         self._clock_bridge = convert.ClockBridge()
-        self._lifecycle = 'unconfigured'
-        self._origins_set = False  # see on_configure
-        self._published_state = 'unconfigured'
-        self._transition: tuple[int, str] | None = None  # the state a running transition is in
-        self._node_faults: list[Fault] = []
-        self._missing: tuple[str, ...] = ()  # from a failed discovery, once the loop is gone
-        self._last_status_key = None
-        io_group = MutuallyExclusiveCallbackGroup()
-        command_group = ReentrantCallbackGroup()
-        self._joint_pub = self.create_publisher(JointState, '/joint_states', 10)
-        self._motor_pub = self.create_publisher(MotorStates, '~/motor_states', 10)
-        self._status_pub = self.create_publisher(HardwareStatus, '~/status', LATCHED)
+
+    def _create_services(self, command_group: CallbackGroup) -> None:
+        """~/request (signed) and ~/get_state."""
         self.create_service(
             HardwareRequest, '~/request', self._on_request, callback_group=command_group
         )
         self.create_service(
             GetState, '~/get_state', self._on_get_state, callback_group=command_group
         )
-        self.create_timer(
-            1.0 / self._config.motor_state_rate_hz,
-            self._publish_motor_states,
-            callback_group=io_group,
-        )
-        self.create_timer(
-            1.0 / self._config.status_rate_hz,
-            lambda: self._publish_status(True),
-            callback_group=io_group,
-        )
-        self._publish_status(True)
-        self._joint_state_thread = threading.Thread(
-            target=self._joint_state_loop,
-            args=(1.0 / self._config.joint_state_rate_hz,),
-            name='phil-joint-states',
-            daemon=True,
-        )
-        self._joint_state_thread.start()
+
+    def _start_command_inputs(self) -> None:
+        """The chunks, joint_trajectory and ESTOP inputs, served on a thread of their own."""
         self._commands = CommandInputs(
             self,
             lambda: (self._client, self._lifecycle),
@@ -179,9 +166,11 @@ class HardwareNode(LifecycleNode):
             self._clock_bridge,
             self._config.joint_trajectory_enabled,
         )
-        # Heartbeats and the watch on an executor thread of their own: transitions block the
-        # main one for seconds, and the command thread carries the chunks. Each heartbeat is
-        # counted into the bus loop's shared block too.
+
+    def _start_liveness(self) -> None:
+        """Heartbeats and the watch on an executor thread of their own: transitions block the
+        main one for seconds, and the command thread carries the chunks. Each heartbeat is
+        counted into the bus loop's shared block too."""
         self._watching = CompanionNode(self, 'liveness')
         self._liveness = Liveness(
             self,
@@ -192,173 +181,6 @@ class HardwareNode(LifecycleNode):
             spins=self._watching.node,
         )
         self._watching.start()
-        if self._config.configure_on_start:
-            self._start_timer = self.create_timer(
-                0.0, self._configure_once, callback_group=command_group
-            )
-
-    # ------------------------------------------------------------------ lifecycle
-    def _configure_once(self) -> None:
-        self._start_timer.cancel()
-        self._transition_to('configure')
-
-    def _transition_to(self, name: str) -> TransitionCallbackReturn:
-        """rclpy's ``trigger_<name>``, with the state followed here (rclpy's state machine is
-        private): ~/get_state reports the transition while it runs, the status the state it
-        left until it has ended; the callbacks set ``_lifecycle`` to the state it ends in."""
-        self._transition = TRANSITION_STATES[name]
-        try:
-            return getattr(self, f'trigger_{name}')()
-        finally:
-            self._transition = None
-            self._published_state = self._lifecycle
-
-    def _run_transition(self, name: str, future_of, next_state: str) -> TransitionCallbackReturn:
-        try:
-            result = self._wait_for_loop(future_of())
-        except (BusLoopError, futures.TimeoutError) as error:  # not the builtin before 3.11
-            result = None
-            reason = f'{name} failed: {error}'
-        else:
-            reason = f'{name} failed: {result.detail}'
-        if result is None or not result.ok:
-            self.get_logger().error(reason)
-            if not self._loop_alive():
-                # Nothing left to retry against: error processing (on_error) cleans up and
-                # leaves the node unconfigured, from where configure starts a fresh bus loop.
-                self._node_faults = [Fault(code=Fault.CODE_PROCESS_DIED, reason=reason)]
-                self._publish_status(True)
-                return TransitionCallbackReturn.ERROR
-            self._node_faults = self._failure_faults(name, reason)
-            self._publish_status(True)
-            return TransitionCallbackReturn.FAILURE
-        self._node_faults = []
-        self._missing = ()
-        self._lifecycle = next_state
-        self.get_logger().info(f'{name}: {result.detail}')
-        self._publish_status(True)
-        return TransitionCallbackReturn.SUCCESS
-
-    def _failure_faults(self, transition: str, reason: str) -> list[Fault]:
-        """Faults for a failed transition: after a failed discovery one MOTOR_MISSING per joint
-        not found (kept for the status after the bus loop has gone), else one BUS_ERROR."""
-        snapshot = self._snapshot()
-        if transition == 'configure' and snapshot is not None:
-            self._missing = tuple(snapshot.missing_motors)
-        if transition != 'configure' or not self._missing:
-            return [Fault(code=Fault.CODE_BUS_ERROR, reason=reason)]
-        motors = self._model.hardware.motors
-        return [
-            Fault(
-                code=Fault.CODE_MOTOR_MISSING,
-                joint=name,
-                reason=(
-                    f'{name} ({motors[name].family.value} {motors[name].model} id '
-                    f'{motors[name].device_id} on {motors[name].bus}) not found at configure; '
-                    'check power, wiring and the id, or list the joint in allow_missing'
-                ),
-            )
-            for name in self._missing
-        ]
-
-    def _wait_for_loop(self, future):
-        """The bus loop's answer; fails at once when the loop process is gone (a dead loop
-        never answers, and its pipe may stay open)."""
-        deadline = time.monotonic() + TRANSITION_TIMEOUT_S
-        while True:
-            try:
-                return future.result(timeout=LOOP_CHECK_PERIOD_S)
-            except futures.TimeoutError:
-                if not self._loop_alive():
-                    raise BusLoopError('the bus loop process is gone') from None
-                if time.monotonic() > deadline:
-                    raise
-
-    def on_configure(self, state) -> TransitionCallbackReturn:
-        try:  # the bus-loop parameters may have changed since start-up (allow_missing)
-            self._bus_loop = self._config.current_bus_loop(self)
-        except ValueError as error:
-            self._node_faults = [
-                Fault(code=Fault.CODE_BUS_ERROR, reason=f'configure failed: {error}')
-            ]
-            self.get_logger().error(f'configure failed: {error}')
-            self._publish_status(True)
-            return TransitionCallbackReturn.FAILURE
-        try:
-            self._client = BusLoopClient(self._bus_loop).start()
-        except BusLoopError as error:
-            self._node_faults = [
-                Fault(code=Fault.CODE_PROCESS_DIED, reason=f'bus loop did not start: {error}')
-            ]
-            self.get_logger().error(str(error))
-            self._publish_status(True)
-            return TransitionCallbackReturn.FAILURE
-        report = self._client.realtime_report or {}
-        if not report.get('realtime', False):
-            self.get_logger().warning(f'bus loop is NOT real-time: {report}')
-        # The TMotor origins are set at the first configure that succeeds (the pins are in):
-        # a later one (after a dead bus loop) keeps them, the arms may have moved since.
-        outcome = self._run_transition(
-            'configure',
-            partial(self._client.configure, zero_origins=not self._origins_set),
-            'inactive',
-        )
-        if outcome is not TransitionCallbackReturn.SUCCESS:
-            self._stop_client()
-            return outcome
-        self._origins_set = True
-        log_dir = self._config.log_dir
-        if log_dir is not None:
-            self._motor_log = MotorCsvLog(log_dir / 'motors.csv')
-            self._tick_log = TickCsvLog(log_dir / 'ticks.csv')
-        return outcome
-
-    def on_activate(self, state) -> TransitionCallbackReturn:
-        outcome = self._run_transition('activate', self._client.activate, 'active')
-        if outcome is TransitionCallbackReturn.SUCCESS:
-            super().on_activate(state)
-        return outcome
-
-    def on_deactivate(self, state) -> TransitionCallbackReturn:
-        super().on_deactivate(state)
-        return self._run_transition('deactivate', self._client.deactivate, 'inactive')
-
-    def on_cleanup(self, state) -> TransitionCallbackReturn:
-        self._stop_client()
-        self._lifecycle = 'unconfigured'
-        self._origins_set = False  # see on_configure
-        self._publish_status(True)
-        return TransitionCallbackReturn.SUCCESS
-
-    def on_shutdown(self, state) -> TransitionCallbackReturn:
-        self._stop_client()
-        self._lifecycle = 'finalized'
-        self._publish_status(True)
-        return TransitionCallbackReturn.SUCCESS
-
-    def on_error(self, state) -> TransitionCallbackReturn:
-        self._transition = ERROR_PROCESSING
-        self._stop_client()
-        self._lifecycle = 'unconfigured'
-        self._origins_set = False  # see on_configure
-        self._publish_status(True)
-        return TransitionCallbackReturn.SUCCESS
-
-    def _loop_alive(self) -> bool:
-        client = self._client
-        return client is not None and client.alive
-
-    def _stop_client(self) -> None:
-        with self._lock:
-            client, self._client = self._client, None
-            log, self._motor_log = self._motor_log, None
-            ticks, self._tick_log = self._tick_log, None
-        if client is not None:
-            client.stop()
-        if log is not None:
-            log.close()
-        if ticks is not None:
-            ticks.close()
 
     @property
     def refused_inputs(self) -> int:
@@ -445,18 +267,7 @@ class HardwareNode(LifecycleNode):
             return False, reason
         return result.ok, result.detail
 
-    def _on_get_state(self, request, response):
-        state = self._published_state
-        current = self._transition or (PRIMARY_STATE_IDS[state], state)
-        response.current_state.id, response.current_state.label = current
-        return response
-
     # ------------------------------------------------------------------ liveness
-    def _beat(self) -> None:
-        client = self._client
-        if client is not None:
-            client.beat()
-
     def _on_node_down(self, down: NodeDown) -> None:
         """A watched node went silent: with torque on, latch a fault naming it (the robot
         holds). Without torque nothing can move; activate then refuses until it is back."""
@@ -465,81 +276,6 @@ class HardwareNode(LifecycleNode):
         client = self._client
         if client is not None and client.alive and self._lifecycle == 'active':
             client.fault(down.reason)
-
-    # ------------------------------------------------------------------ publishing
-    def _snapshot(self):
-        client = self._client
-        return client.snapshot() if client is not None else None
-
-    def _joint_state_loop(self, period_s: float) -> None:
-        """Publish /joint_states every ``period_s`` on absolute deadlines until the node is
-        destroyed or its context shut down; a late deadline is skipped, never caught up."""
-        deadline = time.monotonic()
-        while not self._stop_publishing.wait(max(0.0, deadline - time.monotonic())):
-            deadline += period_s
-            now = time.monotonic()
-            if now - deadline > period_s:
-                deadline = now
-            try:
-                self._publish_joint_states()
-            except Exception as error:  # a publisher error must not end the state stream
-                if not self.context.ok():
-                    return
-                self.get_logger().error(
-                    f'publishing joint states failed: {error}', throttle_duration_sec=5.0
-                )
-
-    def _publish_joint_states(self) -> None:
-        snapshot = self._snapshot()
-        if snapshot is not None:
-            self._joint_pub.publish(convert.joint_state_msg(snapshot, self._clock_bridge))
-            log = self._motor_log
-            if log is not None:
-                log.write(snapshot, 0.0)
-            ticks = self._tick_log
-            if ticks is not None:
-                ticks.write(snapshot)
-        self._publish_status(False, snapshot)  # changes go out within one joint-state period
-
-    def _publish_motor_states(self) -> None:
-        snapshot = self._snapshot()
-        if snapshot is not None:
-            self._motor_pub.publish(
-                convert.motor_states_msg(snapshot, self._clock_bridge, self._model.hardware.motors)
-            )
-
-    def _lifecycle_state(self) -> str:
-        """The primary state; during a transition the previous one, so the status never
-        announces a state before a lifecycle request would find the node in it."""
-        return self._published_state
-
-    def _publish_status(self, always: bool, snapshot=None) -> None:
-        snapshot = snapshot or self._snapshot()
-        realtime = bool(snapshot.realtime) if snapshot is not None else False
-        status = convert.hardware_status_msg(
-            snapshot, self._lifecycle_state(), realtime, self._clock_bridge, self._node_faults
-        )
-        if snapshot is None:
-            status.missing_motors = list(self._missing)
-        key = (
-            status.lifecycle_state,
-            status.estop,
-            tuple(f.reason for f in status.faults),
-            tuple(status.missing_motors),
-        )
-        if always or key != self._last_status_key:
-            if key != self._last_status_key:
-                self._log_new_faults(status.faults)
-            self._last_status_key = key
-            self._status_pub.publish(status)
-
-    def _log_new_faults(self, faults) -> None:
-        """One ERROR line per fault that was not in the previous status: the run log says
-        why the robot stopped, not only that chunks were refused afterwards."""
-        before = set(self._last_status_key[2]) if self._last_status_key else set()
-        for fault in faults:
-            if fault.reason not in before:
-                self.get_logger().error(f'fault: {fault.reason}')
 
 
 def main(args: list[str] | None = None) -> None:
