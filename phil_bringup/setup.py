@@ -28,6 +28,7 @@ setup(
             'phil_launch = phil_bringup.launcher:main',
             'phil = phil_bringup.cli.main:main',
             'description_publisher = phil_bringup.description_publisher.node:main',
+            'command_path = phil_bringup.command_path_node:main',
         ],
     },
 )

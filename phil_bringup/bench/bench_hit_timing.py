@@ -12,8 +12,9 @@ loop -> CAN / serial frames -> simulated drives -> simulated arm -> impact. It d
 audio latency or the real drive dynamics.
 
 Usage: python phil_bringup/bench/bench_hit_timing.py [--scores rock,funk] [--speed 1.0]
-       [--keep-logs DIR]
-(--speed is sent as PLAY_CTRL|speed once each song plays.)
+       [--keep-logs DIR] [--composed]
+(--composed: the command path's nodes in one process, the launcher's --composed.
+--speed is sent as PLAY_CTRL|speed once each song plays.)
 """
 
 from __future__ import annotations
@@ -62,13 +63,16 @@ def main() -> int:
         help='run the graph in DIR and keep its logs (hits.csv, impacts.jsonl, '
         'motors.csv, ...) for `phil plot`',
     )
+    parser.add_argument(
+        '--composed', action='store_true', help='the command path in one process (launcher)'
+    )
     args = parser.parse_args()
     play_list = load_play_list(default_play_list())
     ids = [name for name in args.scores.split(',') if name] or list(play_list.entries)
     with tempfile.TemporaryDirectory() as scratch:
         folder = args.keep_logs or Path(scratch)
         folder.mkdir(parents=True, exist_ok=True)
-        graph = RunningGraph(folder).start()
+        graph = RunningGraph(folder, ('--composed',) if args.composed else ()).start()
         outcomes = {}
         try:
             graph.line('START')
@@ -132,6 +136,7 @@ def main() -> int:
                     'bench': 'hit_timing',
                     'score': 'all',
                     'speed': args.speed,
+                    'composed': args.composed,
                     'scores': len(every_hit),
                     **report.in_ms(),
                 }
