@@ -17,7 +17,7 @@ from phil_hardware.sim.config import SimConfig
 from phil_hardware.sim.dynamixel_bank import DynamixelBank
 from phil_hardware.sim.dynamixel_servo import DynamixelConfig, DynamixelServo
 from phil_hardware.sim.epos4_device import Epos4Device, Epos4DeviceConfig, NmtState
-from phil_hardware.sim.faults import Fault, FaultKind, FaultSet, parse_fault_spec
+from phil_hardware.sim.faults import FaultKind, FaultSet, InjectedFault, parse_fault_spec
 from phil_hardware.sim.impacts import (
     Impact,
     ImpactConfig,
@@ -39,7 +39,7 @@ __all__ = [
     'DynamixelServo',
     'Epos4Device',
     'Epos4DeviceConfig',
-    'Fault',
+    'InjectedFault',
     'FaultKind',
     'FaultSet',
     'Impact',

@@ -38,8 +38,8 @@ class FaultKind(str, enum.Enum):
 
 
 @dataclass(frozen=True)
-class Fault:
-    """One active fault.
+class InjectedFault:
+    """One fault injected into a simulated device (a latched fault is core.safety.Fault).
 
     Attributes:
         kind: What goes wrong.
@@ -55,15 +55,15 @@ class FaultSet:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._faults: dict[FaultKind, Fault] = {}
+        self._faults: dict[FaultKind, InjectedFault] = {}
 
-    def set(self, kind: FaultKind | str, value: float | None = None) -> Fault:
+    def set(self, kind: FaultKind | str, value: float | None = None) -> InjectedFault:
         """Activate (or re-parametrise) a fault and return it.
 
         Raises:
             ValueError: If ``kind`` is not a fault kind (the message lists the valid ones).
         """
-        fault = Fault(parse_kind(kind), None if value is None else float(value))
+        fault = InjectedFault(parse_kind(kind), None if value is None else float(value))
         with self._lock:
             self._faults[fault.kind] = fault
         return fault
@@ -76,12 +76,12 @@ class FaultSet:
             else:
                 self._faults.pop(parse_kind(kind), None)
 
-    def get(self, kind: FaultKind) -> Fault | None:
+    def get(self, kind: FaultKind) -> InjectedFault | None:
         """Return the active fault of ``kind``, or None."""
         with self._lock:
             return self._faults.get(kind)
 
-    def active(self) -> tuple[Fault, ...]:
+    def active(self) -> tuple[InjectedFault, ...]:
         """Return every active fault."""
         with self._lock:
             return tuple(self._faults.values())
@@ -106,7 +106,7 @@ def parse_kind(kind: FaultKind | str) -> FaultKind:
         raise ValueError(f'unknown fault kind {kind!r}; valid kinds: {valid}') from None
 
 
-def parse_fault_spec(text: str) -> tuple[str, Fault]:
+def parse_fault_spec(text: str) -> tuple[str, InjectedFault]:
     """Parse a command-line fault ``joint:kind`` or ``joint:kind=value``.
 
     Returns:
@@ -125,7 +125,7 @@ def parse_fault_spec(text: str) -> tuple[str, Fault]:
             value = float(value_text)
         except ValueError:
             raise ValueError(f'fault {text!r}: value {value_text!r} is not a number') from None
-    return joint.strip(), Fault(parse_kind(kind_text), value)
+    return joint.strip(), InjectedFault(parse_kind(kind_text), value)
 
 
 def mangle_frames(

@@ -36,7 +36,7 @@ from phil_hardware.sim.device import SimDevice
 from phil_hardware.sim.dynamixel_bank import DynamixelBank
 from phil_hardware.sim.dynamixel_servo import DynamixelServo
 from phil_hardware.sim.epos4_device import Epos4Device, wrist_gravity_torque_nm
-from phil_hardware.sim.faults import Fault, FaultKind
+from phil_hardware.sim.faults import FaultKind, InjectedFault
 from phil_hardware.sim.impacts import Impact, ImpactDetector
 from phil_hardware.sim.tmotor_device import TMotorDevice
 
@@ -244,7 +244,9 @@ class SimulatedRobot:
         """Call ``listener(impact)`` from the device loop for every new impact (keep it quick)."""
         self._impact_listeners.append(listener)
 
-    def set_fault(self, joint: str, kind: FaultKind | str, value: float | None = None) -> Fault:
+    def set_fault(
+        self, joint: str, kind: FaultKind | str, value: float | None = None
+    ) -> InjectedFault:
         """Inject a fault into the device of ``joint`` (any thread)."""
         return self.device(joint).faults.set(kind, value)
 
