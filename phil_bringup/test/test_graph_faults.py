@@ -166,13 +166,14 @@ def test_estop_latches_with_each_node_of_the_motion_path_stopped(graph):
 
 def test_the_port_opens_for_estop_and_quit_when_the_planner_dies_before_standby(tmp_path):
     """The planner dies in its start-up, before its first status (held there: the score
-    player it must reach is killed, so it keeps asking for up to 10 s): the TCP bridge opens
-    its port all the same, GET_STATUS says the hardware's state, ESTOP latches, QUIT ends the
-    graph."""
+    player it must reach is killed as soon as it starts, before the planner can meet it, so
+    the planner keeps asking for up to 10 s): the TCP bridge opens its port all the same,
+    GET_STATUS says the hardware's state, ESTOP latches, QUIT ends the graph."""
     robot = RunningGraph(tmp_path).launch()
     try:
-        assert robot.wait_for_output('as tcp_bridge (pid', 60.0), robot.text()
+        assert robot.wait_for_output('as score_player (pid', 60.0), robot.text()
         os.kill(robot.pid_of('score_player'), signal.SIGKILL)
+        assert robot.wait_for_output('as tcp_bridge (pid', 60.0), robot.text()
         generator_log = robot.log_dir / 'trajectory_generator.log'
         # The planner's first probe goal: it spins (and beats) and waits for the score player.
         assert wait_until(

@@ -75,13 +75,16 @@ class GraphShutdownSender:
 
     def __init__(self, node: Node, key: GraphKey) -> None:
         self._key = key
+        self._context = node.context
         self._publisher = node.create_publisher(
             GraphShutdown, GRAPH_SHUTDOWN_TOPIC, GRAPH_SHUTDOWN_QOS
         )
+        self.sent = False
 
     def send(self, reason: str = 'QUIT') -> None:
         msg = GraphShutdown(reason=reason, nonce=secrets.token_hex(8))
         self._publisher.publish(sign_message(self._key, msg))
+        self.sent = True
 
     def wait_delivered(
         self, subscribers: int = 0, *, timeout_s: float = GRAPH_SHUTDOWN_DELIVERY_TIMEOUT_S
@@ -90,15 +93,25 @@ class GraphShutdownSender:
         and at least ``subscribers`` nodes have been matched meanwhile: a QUIT right after
         start-up can come before discovery has finished, and a node that matches only after
         this writer has gone never gets the message. (A node that got it may leave at once,
-        so the most matched at any time counts.)"""
+        so the most matched at any time counts.) False when the time is up, or when the
+        process's context is shut down meanwhile (Ctrl-C: the launcher stops every node)."""
+        if not self.sent:
+            return True
         deadline = time.monotonic() + timeout_s
         most = 0
         while True:
-            most = max(most, self._publisher.get_subscription_count())
+            if not self._context.ok():
+                return False
             remaining = deadline - time.monotonic()
-            acked = self._publisher.wait_for_all_acked(
-                Duration(seconds=max(0.0, min(remaining, ACK_POLL_S)))
-            )
+            try:
+                most = max(most, self._publisher.get_subscription_count())
+                acked = self._publisher.wait_for_all_acked(
+                    Duration(seconds=max(0.0, min(remaining, ACK_POLL_S)))
+                )
+            except Exception:  # the context went down between the look and the call
+                if self._context.ok():
+                    raise
+                return False
             if acked and most >= subscribers:
                 return True
             if remaining <= 0:

@@ -384,7 +384,7 @@ class BehaviorPlanner(Node):
         sender = self._graph_shutdown
         # Every watched node, and this one, subscribes to the graph shutdown.
         subscribers = 0 if self._watch is None else len(self._watch.watched) + 1
-        if sender is not None and self.context.ok() and not sender.wait_delivered(subscribers):
+        if sender is not None and sender.sent and not sender.wait_delivered(subscribers):
             self.get_logger().warning(
                 f'a node did not confirm the graph shutdown within '
                 f'{GRAPH_SHUTDOWN_DELIVERY_TIMEOUT_S:.0f} s; the launcher stops it'

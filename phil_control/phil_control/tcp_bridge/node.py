@@ -139,7 +139,7 @@ class TcpBridge(Node):
         if self._log is not None:
             self._log.close()
         handler = self._handler
-        if handler is not None and handler.shutdown_sent and self.context.ok():
+        if handler is not None:
             handler.shutdown.wait_delivered()  # every node must hold it before we leave
         super().destroy_node()
 

@@ -55,7 +55,6 @@ class PlannerHandler:
 
         self.liveness = Liveness(node, [PLANNER_NODE], liveness_timeout_s, on_down=planner_down)
         self.shutdown = GraphShutdownSender(node, key)
-        self.shutdown_sent = False
         # Calls waiting for the planner; the graph shutdown wakes them (no answer will come).
         self._waiting: set[threading.Event] = set()
         self._waiting_lock = threading.Lock()
@@ -88,7 +87,6 @@ class PlannerHandler:
             )
         if isinstance(command, cmd.Quit) and planner_down:
             self.shutdown.send('QUIT while behavior_planner is down')
-            self.shutdown_sent = True
             return HandlerReply(
                 True,
                 'behavior_planner is not answering: the graph shuts down '
