@@ -19,16 +19,15 @@ refused with the reason, the goals running on it end, and a silent hardware node
 here (it cannot report it itself). At most ``MAX_QUEUED_MOTIONS`` motions wait or run; one more
 is refused (queue full).
 
-Every command, from any route, goes through one StateMachine under one lock; the user goals
-(``user_goals``) too. The node runs in a single-threaded executor and no callback blocks: the
-dispatcher carries out the state machine's decisions in a coroutine of its own on the same
-executor.
+Every command, from any route, goes through one StateMachine; the user goals (``user_goals``)
+too. Everything runs on the node's single-threaded executor, so no lock is needed: the
+dispatcher (a coroutine carrying out the state machine's decisions), the liveness watch and
+every callback share its one thread, and none of them blocks.
 """
 
 from __future__ import annotations
 
 import math
-import threading
 import time
 from functools import partial
 
@@ -89,7 +88,6 @@ class BehaviorPlanner(Node):
         self._machine = StateMachine(
             BehaviorConfig(pose_names=tuple(self._model.poses)), clock=time.monotonic
         )
-        self._lock = threading.RLock()
         self._turns = CommandTurns(time.monotonic)  # commands waiting for a transition
         self._commanded = [float(v) for v in self._model.poses['init']]
         self._ready_pose = [float(v) for v in self._model.poses['ready']]
@@ -167,13 +165,12 @@ class BehaviorPlanner(Node):
         """Decide ``command`` now, or, while a transition is being carried out (START before
         its first trajectory, a PAUSE or stop before the play ends; ``StateMachine.waits``) or
         other commands wait, once its turn comes (``CommandTurns``)."""
-        with self._lock:
-            must_wait = not isinstance(command, NEVER_WAIT) and (
-                self._turns.busy or self._machine.waits(command)
-            )
-            if must_wait:
-                woken = waking_future(self)
-                turn = self._turns.join(command, partial(complete, woken))
+        must_wait = not isinstance(command, NEVER_WAIT) and (
+            self._turns.busy or self._machine.waits(command)
+        )
+        if must_wait:
+            woken = waking_future(self)
+            turn = self._turns.join(command, partial(complete, woken))
         if not must_wait:
             return self._decide(command, completion)
         self._release_turns()
@@ -187,27 +184,24 @@ class BehaviorPlanner(Node):
                 completion.finish(False, refusal)
             return HandlerReply(False, refusal)
         finally:
-            with self._lock:
-                self._turns.leave(turn)
+            self._turns.leave(turn)
             self._release_turns()
 
     def _release_turns(self) -> None:
-        with self._lock:
-            self._turns.release(self._machine.waits)
+        self._turns.release(self._machine.waits)
 
     def _decide(self, command, completion: Completion | None = None) -> HandlerReply:
         """Run one valid command through the machine; the links carry out its actions, in
         decision order (``completion`` follows its motion or play)."""
-        with self._lock:
-            reply = HandlerReply(False, self._motion_refusal(command))
-            if not reply.reason:
-                decision = self._machine.decide(command)
-                reply = HandlerReply(decision.accepted, decision.reason)
-                if decision.accepted:
-                    self._dispatcher.submit(decision.actions, completion)
-            if not reply.accepted and completion is not None:
-                completion.finish(False, reply.reason)
-            state = self._machine.state.value
+        reply = HandlerReply(False, self._motion_refusal(command))
+        if not reply.reason:
+            decision = self._machine.decide(command)
+            reply = HandlerReply(decision.accepted, decision.reason)
+            if decision.accepted:
+                self._dispatcher.submit(decision.actions, completion)
+        if not reply.accepted and completion is not None:
+            completion.finish(False, reply.reason)
+        state = self._machine.state.value
         name = type(command).__name__
         self._release_turns()
         if reply.accepted:
@@ -244,8 +238,7 @@ class BehaviorPlanner(Node):
 
     def _status_line(self) -> str:
         """GET_STATUS (upstream's line) of the machine's state and the commanded targets."""
-        with self._lock:
-            snapshot = self._machine.snapshot()
+        snapshot = self._machine.snapshot()
         return snapshot_status_line(snapshot, self._last_target)
 
     def _cancel(self, name: str) -> None:
@@ -260,12 +253,11 @@ class BehaviorPlanner(Node):
 
     # ------------------------------------------------------------------ events
     def _event(self, name: str, *args) -> None:
-        with self._lock:
-            before = self._machine.state
-            decision = getattr(self._machine, name)(*args)
-            if decision.accepted:
-                self._dispatcher.submit(decision.actions)
-            after = self._machine.state
+        before = self._machine.state
+        decision = getattr(self._machine, name)(*args)
+        if decision.accepted:
+            self._dispatcher.submit(decision.actions)
+        after = self._machine.state
         if after is not before:
             self.get_logger().info(f'{name}: state {before.value} -> {after.value}')
         self._release_turns()
@@ -358,12 +350,11 @@ class BehaviorPlanner(Node):
     def _publish_status(self) -> None:
         if not self._graph_ready:
             return
-        with self._lock:
-            snapshot = self._machine.snapshot()
-            idle = snapshot.state is RobotState.IDLE
-            if idle != self._joint_trajectory_permitted:  # in order, under the lock
-                self._joint_trajectory_permitted = idle
-                self._dispatcher.permit_joint_trajectory(idle)
+        snapshot = self._machine.snapshot()
+        idle = snapshot.state is RobotState.IDLE
+        if idle != self._joint_trajectory_permitted:  # in decision order
+            self._joint_trajectory_permitted = idle
+            self._dispatcher.permit_joint_trajectory(idle)
         status = robot_status(
             snapshot,
             self._hardware,
