@@ -19,7 +19,6 @@ Usage: ``python -m phil_bringup.launcher [--real] [--log-dir DIR] [--tcp-port N]
 from __future__ import annotations
 
 import argparse
-import ctypes
 import functools
 import math
 import os
@@ -33,8 +32,10 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from phil_bringup.core.dds_scope import LOOPBACK_PROFILE, PROFILE_VARIABLES, dds_scope
+from phil_bringup.child_setup import prepare_child
+from phil_bringup.core.dds_scope import LOOPBACK_PROFILE, PROFILE_VARIABLES, DdsScope, dds_scope
 from phil_bringup.core.node_set import NodeSpec, nodes_for, processes_for
+from phil_bringup.launch_options import node_overrides, parse_arguments
 from phil_bringup.process_commands import composed_command, config_path, node_command
 from phil_description.core.capped_log import CappedTextLog
 from phil_description.core.exit_status import CONFIG_ERROR_EXIT
@@ -48,38 +49,6 @@ QUIT_EXIT_GRACE_S = 10.0
 SIMULATOR_READY_TIMEOUT_S = 30.0
 SIMULATOR_READY_LINE = 'device simulator ready'
 OUTPUT_TAIL_LINES = 100  # a Python traceback of an interrupted import fits
-_PR_SET_PDEATHSIG = 1
-try:  # resolved before any fork: the child only makes the call
-    _prctl = ctypes.CDLL(None, use_errno=True).prctl
-except (OSError, AttributeError):  # not Linux: the launcher's own stop() still applies
-    _prctl = None
-
-
-def _prepare_child(niceness: int, rt_priority: int) -> None:
-    """In a child before exec: get SIGINT (a clean stop) if the launcher dies, even by
-    SIGKILL, so no node or simulator outlives it holding the buses; then take the niceness and
-    the SCHED_RR priority (refused: say so on the child's output and run time-sharing at the
-    niceness, or at the normal priority)."""
-    if _prctl is not None:
-        _prctl(_PR_SET_PDEATHSIG, int(signal.SIGINT))
-    if niceness:
-        try:
-            os.setpriority(os.PRIO_PROCESS, 0, niceness)
-        except OSError as error:
-            os.write(
-                2,
-                f'phil: niceness {niceness} refused ({error.strerror}); running at '
-                'normal priority\n'.encode(),
-            )
-    if rt_priority:
-        try:
-            os.sched_setscheduler(0, os.SCHED_RR, os.sched_param(rt_priority))
-        except OSError as error:
-            os.write(
-                2,
-                f'phil: SCHED_RR priority {rt_priority} refused ({error.strerror}); '
-                f'running time-sharing\n'.encode(),
-            )
 
 
 @dataclass
@@ -122,7 +91,7 @@ class Launcher:
                 text=True,
                 bufsize=1,
                 start_new_session=True,
-                preexec_fn=functools.partial(_prepare_child, spec.niceness, spec.rt_priority),
+                preexec_fn=functools.partial(prepare_child, spec.niceness, spec.rt_priority),
             )
             running = Running(spec, process)
             # Rotated to <node>.log.1 past 20 MB: a chatty node cannot fill the disk.
@@ -306,83 +275,6 @@ class Launcher:
         return worst
 
 
-#: Parameters the launcher sets itself: --param may not change them (e.g. a simulated graph's
-#: hardware told it drives the real robot).
-LAUNCHER_PARAMETERS = frozenset({'sim', 'watched_nodes', 'log_dir'})
-
-
-def _parameter_override(text: str) -> tuple[str, str, str]:
-    """'node.name=value' -> (node, name, value)."""
-    target, equals, value = text.partition('=')
-    node, dot, name = target.partition('.')
-    if not (equals and dot and node and name):
-        raise argparse.ArgumentTypeError(f'{text!r} is not NODE.NAME=VALUE')
-    return node, name, value
-
-
-def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        '--real',
-        action='store_true',
-        help='drive the real robot (can0..3, /dev/ttyUSB0) instead of the simulators',
-    )
-    parser.add_argument(
-        '--log-dir', type=Path, default=None, help='run folder for process output and CSV logs'
-    )
-    parser.add_argument('--tcp-port', type=int, default=1951, help='TCP port for the brain')
-    parser.add_argument('--tcp-address', default='127.0.0.1', help='TCP address to bind')
-    parser.add_argument(
-        '--network',
-        action='store_true',
-        help='DDS on every network interface instead of loopback only: '
-        'anyone on the network can join the graph (secure it with '
-        'SROS2, see the README)',
-    )
-    parser.add_argument(
-        '--play-list',
-        metavar='YAML',
-        type=Path,
-        default=None,
-        help="the score player's play list instead of the workspace's scores",
-    )
-    parser.add_argument(
-        '--sim-channel-base',
-        metavar='GROUP',
-        default='',
-        help='simulated CAN buses on GROUP+0..3 (ff11:: only) instead of the '
-        "URDF's, so several graphs can run on one machine",
-    )
-    parser.add_argument(
-        '--sim-dxl-port',
-        metavar='PATH',
-        default='',
-        help='PTY link of the simulated Dynamixel bus instead of the URDF path',
-    )
-    parser.add_argument(
-        '--param',
-        metavar='NODE.NAME=VALUE',
-        action='append',
-        default=[],
-        type=_parameter_override,
-        help='set a parameter of a node over its parameter file (repeatable), '
-        'e.g. tcp_bridge.reply_timeout_s=5.0',
-    )
-    parser.add_argument(
-        '--composed',
-        action='store_true',
-        help='run the command path (tcp_bridge, behavior_planner, trajectory_generator, '
-        'score_player) in one process on one executor instead of one process each',
-    )
-    parser.add_argument(
-        '--demo',
-        metavar='SCORE',
-        default=None,
-        help='play SCORE end to end (START, READY, PLAY, QUIT), then exit',
-    )
-    return parser.parse_args(argv)
-
-
 def _terminate(*_: object) -> None:
     raise KeyboardInterrupt
 
@@ -390,53 +282,16 @@ def _terminate(*_: object) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_arguments(argv)
     sim = not args.real
-    overrides = {
-        'tcp_bridge': {'port': str(args.tcp_port), 'address': args.tcp_address},
-        'hardware': {},
-        'device_simulator': {},
-    }
-    if args.sim_channel_base:
-        overrides['hardware']['can_channel_base'] = args.sim_channel_base
-        overrides['device_simulator']['can-channel-base'] = args.sim_channel_base
-    if args.sim_dxl_port:
-        overrides['hardware']['dxl_port'] = args.sim_dxl_port
-        overrides['device_simulator']['dxl-port'] = args.sim_dxl_port
-    if args.play_list is not None:
-        overrides['score_player'] = {'play_list': str(args.play_list.resolve())}
-    known = {spec.name for spec in nodes_for(sim) if spec.ros_node}
-    for node, name, value in args.param:
-        if node not in known:
-            print(
-                f'[phil] --param {node}.{name}: no ROS node {node!r} in this graph; nodes: '
-                f'{", ".join(sorted(known))}',
-                file=sys.stderr,
-            )
-            return 2
-        if name in LAUNCHER_PARAMETERS:
-            print(
-                f'[phil] --param {node}.{name}: set by the launcher (use its own options)',
-                file=sys.stderr,
-            )
-            return 2
-        overrides.setdefault(node, {})[name] = value
+    try:
+        overrides = node_overrides(args, {spec.name for spec in nodes_for(sim) if spec.ros_node})
+    except ValueError as error:
+        print(f'[phil] {error}', file=sys.stderr)
+        return 2
     # The nodes of this graph share one key, fresh for every start (or the one the user set to
     # run further nodes by hand): it tells the graph's own messages from foreign ones.
     os.environ.setdefault(GRAPH_KEY_ENV, GraphKey.generate())
-    # Every process inherits the DDS transports: loopback only unless --network.
-    dds = dds_scope(os.environ, str(config_path(LOOPBACK_PROFILE)), args.network)
-    dds.apply(os.environ)
-    missing = [
-        f'{name}={os.environ[name]}'
-        for name in PROFILE_VARIABLES
-        if os.environ.get(name) and not Path(os.environ[name]).is_file()
-    ]
-    if missing:
-        # Fast DDS would ignore it and fall back to its built-in transports: every interface.
-        print(
-            f'[phil] DDS profile file not found: {", ".join(missing)} (the loopback one: run '
-            f'tools/setup.sh); not starting a graph that could be reachable from the network',
-            file=sys.stderr,
-        )
+    dds = _scope_dds(args.network)
+    if dds is None:
         return 1
     launcher = Launcher(processes_for(sim, args.composed), sim, args.log_dir, overrides)
     print(
@@ -451,6 +306,36 @@ def main(argv: list[str] | None = None) -> int:
     # A shell starting us in the background leaves SIGINT ignored, which would make Ctrl-C
     # forwarding (and the nodes' own SIGINT) dead: always take it.
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    status = _run(launcher, args)
+    stopped = launcher.stop()
+    status = status or stopped  # why the graph ended first (a refused configuration: 78)
+    print('[phil] stopped', flush=True)
+    return status
+
+
+def _scope_dds(network: bool) -> DdsScope | None:
+    """Give every process the DDS transports (loopback only unless ``network``); None, said,
+    when a profile file the environment names is not there."""
+    dds = dds_scope(os.environ, str(config_path(LOOPBACK_PROFILE)), network)
+    dds.apply(os.environ)
+    missing = [
+        f'{name}={os.environ[name]}'
+        for name in PROFILE_VARIABLES
+        if os.environ.get(name) and not Path(os.environ[name]).is_file()
+    ]
+    if missing:
+        # Fast DDS would ignore it and fall back to its built-in transports: every interface.
+        print(
+            f'[phil] DDS profile file not found: {", ".join(missing)} (the loopback one: run '
+            f'tools/setup.sh); not starting a graph that could be reachable from the network',
+            file=sys.stderr,
+        )
+        return None
+    return dds
+
+
+def _run(launcher: Launcher, args: argparse.Namespace) -> int:
+    """Start the graph and watch it (or play the demo) until it ends or Ctrl-C; the status."""
     status = 0
     try:
         launcher.start()
@@ -471,9 +356,6 @@ def main(argv: list[str] | None = None) -> int:
     except (RuntimeError, OSError) as error:  # a process that never got ready; demo's TCP
         print(f'[phil] {error}', file=sys.stderr)
         status = 1
-    stopped = launcher.stop()
-    status = status or stopped  # why the graph ended first (a refused configuration: 78)
-    print('[phil] stopped', flush=True)
     return status
 
 
