@@ -18,9 +18,9 @@ from phil_control.core.play.common import (
 from phil_control.core.play.robot import PlayRobot, StrikeTarget
 from phil_control.core.play.timeline import Timeline, hit_source
 from phil_control.core.play.timing import sample_hermite
+from phil_control.core.play.window_arms import lift_below_ceiling
 from phil_control.core.play.window_motion import (
     generate_window,
-    lift_below_ceiling,
     reset_pose,
     sample_times,
 )

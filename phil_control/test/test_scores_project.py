@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from phil_control.core.play import PlayRobot, PlaySession, next_score_in_folder
-from phil_control.core.play.window_motion import ELBOW_TRACKING_MARGIN_DEG
+from phil_control.core.play.window_arms import ELBOW_TRACKING_MARGIN_DEG
 from phil_control.core.score import Hand, load_play_list, load_score
 from phil_description.core import default_robot_model
 

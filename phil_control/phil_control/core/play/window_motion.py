@@ -16,19 +16,8 @@ strike reverses (the stick rebounds): the hit sample carries the incoming veloci
 window adds a sample 0.5 ms (wall) after the hit, so the velocity reversal stays inside that
 step.
 
-Contact reference (deviation from upstream, which solved the IK with the base wrist and then
-pressed 5 deg further, so the stick met the pad when the offset crossed 0, several ms before the
-event): the IK is solved with wrist = base + press (-5 deg), so at the event the commanded wrist
-offset is exactly the press angle and the URDF stick tip is exactly on the strike point. The
-wrist joint angles equal upstream's; only the arm IK sees the 5 deg.
-
-The waist start velocity of a window is the previous window's end velocity (upstream recomputed
-it per window, which leaves small velocity jumps at window boundaries). Where the IK fails
-between events the waist gets extra keyframes (`waist_path`), and the elbow lift bends smoothly
-towards a ceiling `ELBOW_TRACKING_MARGIN_DEG` below the elbow's soft limit instead of passing it
-(`lift_below_ceiling`): the arm overshoots a commanded peak by a degree or so, and the hard limit
-(where the hardware latches a fault on the measured angle) is only 0.1 deg past the soft one.
-Upstream aborted or commanded past the limit there; a hard cut would put a corner in the motion.
+The arm joints (waist plan, IK and its repair, contact reference, elbow ceiling) come from
+`window_arms`.
 """
 
 from __future__ import annotations
@@ -38,18 +27,10 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from phil_control.core.kinematics import (
-    IkBatchResult,
-    UpcomingWaist,
-    WaistFailure,
-    WaistKeyframe,
-    WaistSegment,
-    plan_waist_segment,
-    solve_arms_batch,
-)
+from phil_control.core.kinematics import WaistFailure, WaistKeyframe, solve_arms_batch
 from phil_control.core.play.base_generator import (
     ArmContext,
-    arm_targets_at_events,
+    ArmSegment,
     plan_arm_segment,
     struck_drum,
 )
@@ -62,72 +43,33 @@ from phil_control.core.play.common import (
     check_soft_limits,
     raise_ik_failure,
 )
-from phil_control.core.play.head_generator import HeadContext, plan_head
+from phil_control.core.play.head_generator import HeadContext, HeadPlan, plan_head
 from phil_control.core.play.pedal_generator import BASS_READY_RAD, HIHAT_OPEN_RAD, PedalPlan
 from phil_control.core.play.robot import PlayRobot, UnknownDrumError
 from phil_control.core.play.state_generator import (
-    WRIST_PRESS_DEG,
     WRIST_STAY_DEG,
     StrikeContext,
+    StrikePlan,
     plan_strikes,
     split_sub_steps,
     strike_velocity,
 )
-from phil_control.core.play.waist_path import WaistPath, repair_angle
+from phil_control.core.play.waist_path import WaistPath
+from phil_control.core.play.window_arms import (
+    PRESS_RAD,
+    WaistState,
+    lift_elbows,
+    plan_window_waist,
+    solve_arms_along_waist,
+)
 from phil_control.core.score import Hand, ScoreEvent, Window
 
 MAX_WALL_STEP_S = 0.005
 REBOUND_STEP_S = 0.0005
 DIFFERENCE_STEP_S = 1e-5
 KICK_VELOCITY = 5
-WAIST_LOOKAHEAD_EVENTS = 3
-MAX_WAIST_REPAIRS = 4
-PRESS_RAD = math.radians(WRIST_PRESS_DEG)
 STAY_RAD = math.radians(WRIST_STAY_DEG)
 PITCH_RESET_RAD = math.radians(20.0)
-
-
-#: The elbow lift stays this far below the elbow's soft upper limit (tracking overshoot room).
-ELBOW_TRACKING_MARGIN_DEG = 2.5
-#: Over this last stretch below that ceiling the lift bends smoothly towards it.
-ELBOW_LIFT_KNEE_DEG = 5.0
-
-
-def lift_below_ceiling(
-    base_rad: np.ndarray, lift_rad: np.ndarray, ceiling_rad: float, knee_rad: float
-) -> np.ndarray:
-    """``base + lift``, the lift bent smoothly so that the sum stays below ``ceiling_rad``.
-
-    Unchanged up to ``ceiling - knee`` (or up to ``base`` where the base is higher, so a
-    zero lift, as at every hit, leaves the pose exact); above it the excess approaches the
-    ceiling exponentially with slope 1 at the knee (no corner). Where the base is at or above
-    the ceiling there is no lift.
-    """
-    start = np.maximum(base_rad, ceiling_rad - knee_rad)
-    room = ceiling_rad - start
-    total = base_rad + lift_rad
-    excess = total - start
-    safe_room = np.where(room > 0.0, room, 1.0)
-    bent = start + room * -np.expm1(-np.maximum(excess, 0.0) / safe_room)
-    limited = np.where(excess > 0.0, bent, total)
-    return np.where(room > 0.0, limited, np.minimum(total, base_rad))
-
-
-@dataclass(frozen=True)
-class WaistState:
-    """Waist at a window boundary.
-
-    Attributes:
-        time_s: Score time, s.
-        angle_rad: Waist angle, rad.
-        velocity_rad_s: Waist velocity, rad per score second.
-        previous: Waist keyframe of the boundary before (None at the start).
-    """
-
-    time_s: float
-    angle_rad: float
-    velocity_rad_s: float = 0.0
-    previous: WaistKeyframe | None = None
 
 
 @dataclass(frozen=True)
@@ -249,81 +191,126 @@ def generate_window(
     events = window.events
     target = events[1]
     start_s, end_s = events[0].time_s, target.time_s
-    try:
-        right_segment, right_arm = plan_arm_segment(robot, events, 'right', state.right_arm)
-        left_segment, left_arm = plan_arm_segment(robot, events, 'left', state.left_arm)
-        head_plan, head = plan_head(robot, events, state.head)
-    except UnknownDrumError as error:
-        raise MotionError(MotionErrorKind.UNKNOWN_DRUM, str(error), target.bar, end_s) from None
-    sub_steps = split_sub_steps(events)
-    right_plan, right_strike = plan_strikes(sub_steps, 'right', state.right_strike)
-    left_plan, left_strike = plan_strikes(sub_steps, 'left', state.left_strike)
+    plans, following = _plan_window(robot, events, state)
     hits = _hits(target)
-    following = GeneratorState(right_arm, left_arm, right_strike, left_strike, state.waist, head)
     if end_s <= start_s:
         empty = np.zeros((0, len(robot.joint_names)))
         return WindowMotion(start_s, end_s, np.zeros(0), empty, empty, hits, target.bar), following
-    waist = WaistPath.from_segment(_plan_waist(robot, events, state, chooser))
-
+    waist = WaistPath.from_segment(
+        plan_window_waist(robot, events, state.right_arm, state.left_arm, state.waist, chooser)
+    )
     struck = any(struck_drum(events[0], hand) for hand in ('right', 'left'))
     times = sample_times(start_s, end_s, speed, rebound=struck)
-    count = times.size
+    # Every sample time and two just before it, for the backward differences.
     probe = np.concatenate([times, times - DIFFERENCE_STEP_S, times - 2 * DIFFERENCE_STEP_S])
-    right_tips, right_wrists = right_segment.evaluate(probe)
-    left_tips, left_wrists = left_segment.evaluate(probe)
-    batch, waist = _solve_arms(
+    joints, waist = _window_joints(
+        robot, events, plans, probe, waist, chooser, pedal_lead_s * speed
+    )
+    positions, velocities = _backward_differences(joints, times.size)
+    check_soft_limits(robot, positions, times, target.bar)
+    end_waist = WaistState(
+        end_s,
+        waist.end_angle_rad,
+        waist.end_velocity_rad_s,
+        WaistKeyframe(start_s, state.waist.angle_rad),
+    )
+    motion = WindowMotion(start_s, end_s, times, positions, velocities, hits, target.bar)
+    return motion, replace(following, waist=end_waist)
+
+
+@dataclass(frozen=True, eq=False)
+class _WindowPlans:
+    """The plans a window's joints are evaluated from (the waist and the pedals aside)."""
+
+    right_arm: ArmSegment
+    left_arm: ArmSegment
+    right_strikes: StrikePlan
+    left_strikes: StrikePlan
+    head: HeadPlan
+
+
+def _plan_window(
+    robot: PlayRobot, events: tuple[ScoreEvent, ...], state: GeneratorState
+) -> tuple[_WindowPlans, GeneratorState]:
+    """The arm, strike and head plans of events[0] -> events[1], and the state at events[1]
+    (its waist still the one at events[0]).
+
+    Raises:
+        MotionError: An event names an unknown drum.
+    """
+    try:
+        right_arm, right_context = plan_arm_segment(robot, events, 'right', state.right_arm)
+        left_arm, left_context = plan_arm_segment(robot, events, 'left', state.left_arm)
+        head_plan, head = plan_head(robot, events, state.head)
+    except UnknownDrumError as error:
+        target = events[1]
+        raise MotionError(
+            MotionErrorKind.UNKNOWN_DRUM, str(error), target.bar, target.time_s
+        ) from None
+    sub_steps = split_sub_steps(events)
+    right_strikes, right_strike = plan_strikes(sub_steps, 'right', state.right_strike)
+    left_strikes, left_strike = plan_strikes(sub_steps, 'left', state.left_strike)
+    plans = _WindowPlans(right_arm, left_arm, right_strikes, left_strikes, head_plan)
+    following = GeneratorState(
+        right_context, left_context, right_strike, left_strike, state.waist, head
+    )
+    return plans, following
+
+
+def _window_joints(
+    robot: PlayRobot,
+    events: tuple[ScoreEvent, ...],
+    plans: _WindowPlans,
+    probe: np.ndarray,
+    waist: WaistPath,
+    chooser: WaistChooser,
+    pedal_lead_score_s: float,
+) -> tuple[np.ndarray, WaistPath]:
+    """Every joint at the probe times (the pedals ``pedal_lead_score_s`` of score time
+    ahead), and the waist path the IK was solved along (repaired where it failed)."""
+    right_tips, right_wrists = plans.right_arm.evaluate(probe)
+    left_tips, left_wrists = plans.left_arm.evaluate(probe)
+    batch, waist = solve_arms_along_waist(
         robot,
         chooser,
         waist,
         probe,
         (right_tips, right_wrists),
         (left_tips, left_wrists),
-        target.bar,
+        events[1].bar,
     )
     waist_angles = waist.evaluate(probe)
     joints = np.zeros((probe.size, len(robot.joint_names)))
     joints[:, arm_columns(robot)] = batch.positions_rad
-    right_elbow, right_wrist = right_plan.evaluate(probe)
-    left_elbow, left_wrist = left_plan.evaluate(probe)
-    ceiling_margin = math.radians(ELBOW_TRACKING_MARGIN_DEG)
-    knee = math.radians(ELBOW_LIFT_KNEE_DEG)
-    for name, lift in (('right_elbow', right_elbow), ('left_elbow', left_elbow)):
-        column = robot.index(name)
-        # The lift is >= 0 and zero at every hit.
-        joints[:, column] = lift_below_ceiling(
-            joints[:, column], lift, robot.soft_upper_rad[column] - ceiling_margin, knee
-        )
+    right_elbow, right_wrist = plans.right_strikes.evaluate(probe)
+    left_elbow, left_wrist = plans.left_strikes.evaluate(probe)
+    lift_elbows(robot, joints, right_elbow, left_elbow)
     joints[:, robot.index('right_wrist')] = right_wrists + right_wrist
     joints[:, robot.index('left_wrist')] = left_wrists + left_wrist
+    start, target = events[0], events[1]
     pedal_plan = PedalPlan.between(
-        start_s,
-        end_s,
-        (events[0].kick, target.kick),
-        (events[0].hihat_closed, target.hihat_closed),
+        start.time_s,
+        target.time_s,
+        (start.kick, target.kick),
+        (start.hihat_closed, target.hihat_closed),
     )
     joints[:, robot.index('right_pedal')], joints[:, robot.index('left_pedal')] = (
-        pedal_plan.evaluate(probe + pedal_lead_s * speed)
+        pedal_plan.evaluate(probe + pedal_lead_score_s)
     )
-    head_yaw, head_pitch = head_plan.evaluate(probe)
+    head_yaw, head_pitch = plans.head.evaluate(probe)
     joints[:, robot.index('head_yaw')] = head_yaw - waist_angles
     joints[:, robot.index('head_pitch')] = head_pitch
+    return joints, waist
 
+
+def _backward_differences(joints: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """Positions at the sample times and their left derivatives (second-order backward
+    differences) from the probe rows: the samples, then each one and two steps earlier."""
     positions = joints[:count]
     velocities = (3.0 * positions - 4.0 * joints[count : 2 * count] + joints[2 * count :]) / (
         2.0 * DIFFERENCE_STEP_S
     )
-    check_soft_limits(robot, positions, times, target.bar)
-    following = replace(
-        following,
-        waist=WaistState(
-            end_s,
-            waist.end_angle_rad,
-            waist.end_velocity_rad_s,
-            WaistKeyframe(start_s, state.waist.angle_rad),
-        ),
-    )
-    motion = WindowMotion(start_s, end_s, times, positions, velocities, hits, target.bar)
-    return motion, following
+    return positions, velocities
 
 
 def sample_times(
@@ -346,74 +333,6 @@ def sample_times(
     if rebound and times[0] - start_s > 2.0 * extra:
         times = np.concatenate([[start_s + extra], times])
     return times
-
-
-def _solve_arms(
-    robot: PlayRobot,
-    chooser: WaistChooser,
-    waist: WaistPath,
-    probe: np.ndarray,
-    right: tuple[np.ndarray, np.ndarray],
-    left: tuple[np.ndarray, np.ndarray],
-    bar: int,
-) -> tuple[IkBatchResult, WaistPath]:
-    """IK of all probe times; on failure insert waist keyframes (see `waist_path`) and retry."""
-    (right_tips, right_wrists), (left_tips, left_wrists) = right, left
-    for _ in range(MAX_WAIST_REPAIRS + 1):
-        angles = waist.evaluate(probe)
-        batch = solve_arms_batch(
-            robot.geometry,
-            robot.limits,
-            right_tips,
-            left_tips,
-            angles,
-            right_wrists + PRESS_RAD,
-            left_wrists + PRESS_RAD,
-        )
-        if batch.ok.all():
-            return batch, waist
-        row = int(np.argmin(batch.ok))
-        choice = chooser(
-            right_tips[row],
-            left_tips[row],
-            right_wrists[row] + PRESS_RAD,
-            left_wrists[row] + PRESS_RAD,
-        )
-        if isinstance(choice, WaistFailure):
-            break
-        repaired = waist.with_keyframe(float(probe[row]), repair_angle(angles[row], choice))
-        if repaired is waist:
-            break
-        waist = repaired
-    raise_ik_failure(batch, probe, bar)
-    raise AssertionError('unreachable')  # raise_ik_failure raises for a failed batch
-
-
-def _plan_waist(
-    robot: PlayRobot,
-    events: tuple[ScoreEvent, ...],
-    state: GeneratorState,
-    chooser: WaistChooser,
-) -> WaistSegment:
-    start_s = events[0].time_s
-    right = arm_targets_at_events(robot, events, 'right', state.right_arm, WAIST_LOOKAHEAD_EVENTS)
-    left = arm_targets_at_events(robot, events, 'left', state.left_arm, WAIST_LOOKAHEAD_EVENTS)
-    upcoming: list[UpcomingWaist] = []
-    for index, ((right_tip, right_wrist), (left_tip, left_wrist)) in enumerate(
-        zip(right, left, strict=False)
-    ):
-        time_s = events[index + 1].time_s
-        if time_s <= (upcoming[-1].time_s if upcoming else start_s):
-            continue
-        choice = chooser(right_tip, left_tip, right_wrist + PRESS_RAD, left_wrist + PRESS_RAD)
-        if isinstance(choice, WaistFailure):
-            raise MotionError(MotionErrorKind.NO_WAIST, choice.detail, events[1].bar, time_s)
-        upcoming.append(UpcomingWaist(time_s, choice))
-    waist = state.waist
-    segment = plan_waist_segment(WaistKeyframe(start_s, waist.angle_rad), upcoming, waist.previous)
-    return WaistSegment(
-        segment.start, segment.end, waist.velocity_rad_s, segment.end_velocity_rad_s
-    )
 
 
 def _hits(event: ScoreEvent) -> tuple[CommandedHit, ...]:
