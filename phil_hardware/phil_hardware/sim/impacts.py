@@ -6,7 +6,8 @@ hits when its stick tip (URDF forward kinematics) crosses a disc's plane downwar
 disc; the crossing time and point are interpolated linearly between samples, so the time is
 resolved far below the sampling period. When one sample interval crosses several discs, the
 instrument whose strike point is nearest to the crossing point wins. The hi-hat disc is the
-open or the closed hi-hat depending on the hi-hat pedal.
+open or the closed hi-hat depending on the hi-hat pedal. The discs and the pedals' hit angles
+are built from the kit in :mod:`.impact_targets`.
 
 Pedals: the bass drum is hit when its pedal reaches the end of its stroke, the press angle
 (upstream -20 deg). Upstream strokes are half-cosines that arrive there with zero speed, and a
@@ -16,7 +17,8 @@ through three samples) within a tolerance above it. The hi-hat pedal can report 
 (upstream closed angle -13 deg) the same way.
 
 Debounce: after an impact a limb is re-armed only once it has risen above the hit level by a
-margin and a minimum interval has passed, so one stroke gives one impact.
+margin and a minimum interval has passed, so one stroke gives one impact
+(:mod:`.impact_debounce`).
 
 Use :class:`ImpactDetector` for streaming (feed successive batches) and :func:`detect_impacts`
 for a whole recorded ``(t, q)`` trajectory; both give the same events.
@@ -24,31 +26,16 @@ for a whole recorded ``(t, q)`` trajectory; both give the same events.
 
 from __future__ import annotations
 
-import enum
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from phil_description.core import RobotModel
+from phil_hardware.sim.impact_debounce import Arming
+from phil_hardware.sim.impact_targets import HAND_LIMBS, Limb, Pad, Pedal, build_pads, build_pedals
 
-
-class Limb(str, enum.Enum):
-    """What struck; ``code`` is the matching ``phil_msgs/HitEvent`` LIMB_* constant."""
-
-    RIGHT_HAND = 'right_hand'
-    LEFT_HAND = 'left_hand'
-    RIGHT_FOOT = 'right_foot'
-    LEFT_FOOT = 'left_foot'
-
-    @property
-    def code(self) -> int:
-        """HitEvent LIMB_* value (0 right hand, 1 left hand, 2 right foot, 3 left foot)."""
-        return list(Limb).index(self)
-
-
-HAND_LIMBS = (Limb.RIGHT_HAND, Limb.LEFT_HAND)  # order of model.stick_tip_positions
 _KEPT_SAMPLES = 2  # samples carried to the next batch (a turning point needs three)
 
 
@@ -149,61 +136,6 @@ def velocity_grade(impact: Impact, config: ImpactConfig) -> int:
     return int(min(7, max(1, math.ceil(7.0 * impact.speed / full_scale))))
 
 
-@dataclass(frozen=True)
-class _Pad:
-    instrument: str
-    instrument_id: int
-    height_m: float
-    center_xy: np.ndarray = field(compare=False)
-    radius_m: float
-    strike_m: np.ndarray = field(compare=False)
-    gate_joint: int = -1  # pedal joint index deciding whether this disc exists, or -1
-    gate_open: bool = True  # True: exists while the pedal is above the threshold
-
-
-@dataclass(frozen=True)
-class _Pedal:
-    instrument: str
-    instrument_id: int
-    limb: Limb
-    joint: int
-    angle_rad: float
-
-
-class _Arming:
-    """Debounce state of one limb: armed, or waiting to rise above the last hit level."""
-
-    def __init__(self) -> None:
-        self.armed = True
-        self.rose = False
-        self.last_time_s = -math.inf
-        self.last_level = 0.0
-        self.start = 0  # first sample of the current batch not yet checked for the rise
-
-    def try_accept(
-        self,
-        index: int,
-        time_s: float,
-        level: float,
-        signal: np.ndarray,
-        margin: float,
-        min_interval_s: float,
-    ) -> bool:
-        if not self.armed:
-            if not self.rose and index >= self.start:
-                self.rose = bool(np.max(signal[self.start : index + 1]) > self.last_level + margin)
-            self.armed = self.rose and time_s - self.last_time_s >= min_interval_s
-        if not self.armed:
-            return False
-        self.armed, self.rose = False, False
-        self.last_time_s, self.last_level, self.start = time_s, level, index + 1
-        return True
-
-    def end_batch(self, signal: np.ndarray, margin: float) -> None:
-        if not self.armed and not self.rose and self.start < len(signal):
-            self.rose = bool(np.max(signal[self.start :]) > self.last_level + margin)
-
-
 class ImpactDetector:
     """Streaming detector: feed time-ordered batches of joint samples, get impacts.
 
@@ -218,71 +150,17 @@ class ImpactDetector:
     def __init__(self, model: RobotModel, config: ImpactConfig | None = None) -> None:
         self.model = model
         self.config = config or ImpactConfig()
-        self._pads = self._build_pads()
-        self._pedals = self._build_pedals()
-        self._arming = {limb: _Arming() for limb in Limb}
-        self._pedal_arming = [_Arming() for _ in self._pedals]
+        self._pads = build_pads(model, self.config)
+        self._pedals = build_pedals(model, self.config)
+        self._arming = {limb: Arming() for limb in Limb}
+        self._pedal_arming = [Arming() for _ in self._pedals]
         self._kept_t = np.empty(0)
         self._kept_q = np.empty((0, len(model.joint_names)))
 
-    def _build_pads(self) -> tuple[list[_Pad], list[_Pad]]:
-        config, kit = self.config, self.model.kit
-        gate_joint = -1
-        names = kit.names
-        if config.open_hihat in names and config.closed_hihat in names:
-            pedal = kit.by_name(config.open_hihat).pedal_joint
-            gate_joint = self.model.joint(pedal).index if pedal else -1
-        pads: tuple[list[_Pad], list[_Pad]] = ([], [])
-        for instrument in kit.instruments:
-            gate_open = instrument.name != config.closed_hihat
-            gated = gate_joint >= 0 and instrument.name in (config.open_hihat, config.closed_hihat)
-            for hand_index, hand in enumerate(('right', 'left')):
-                strike = instrument.strikes.get(hand)
-                if strike is None:
-                    continue
-                pads[hand_index].append(
-                    _Pad(
-                        instrument.name,
-                        instrument.id,
-                        float(strike.position_m[2]),
-                        np.asarray(instrument.center_m[:2], dtype=float),
-                        instrument.radius_m * config.radius_scale,
-                        np.asarray(strike.position_m, dtype=float),
-                        gate_joint if gated else -1,
-                        gate_open,
-                    )
-                )
-        return pads
-
-    def _build_pedals(self) -> list[_Pedal]:
-        config, model = self.config, self.model
-        pedals = []
-        for instrument in model.kit.instruments:
-            if not instrument.pedal_joint:
-                continue
-            joint = model.joint(instrument.pedal_joint)
-            limb = Limb.RIGHT_FOOT if joint.name.startswith('right') else Limb.LEFT_FOOT
-            if not instrument.strikes:
-                pedals.append(
-                    _Pedal(
-                        instrument.name,
-                        instrument.id,
-                        limb,
-                        joint.index,
-                        config.bass_press_angle_rad,
-                    )
-                )
-            elif config.hihat_close_event and instrument.name == config.open_hihat:
-                closed = model.kit.by_name(config.closed_hihat)
-                pedals.append(
-                    _Pedal(closed.name, closed.id, limb, joint.index, config.hihat_close_angle_rad)
-                )
-        return pedals
-
     def reset(self) -> None:
         """Forget the previous samples and re-arm every limb."""
-        self._arming = {limb: _Arming() for limb in Limb}
-        self._pedal_arming = [_Arming() for _ in self._pedals]
+        self._arming = {limb: Arming() for limb in Limb}
+        self._pedal_arming = [Arming() for _ in self._pedals]
         self._kept_t = np.empty(0)
         self._kept_q = np.empty((0, len(self.model.joint_names)))
 
@@ -340,32 +218,7 @@ class ImpactDetector:
         first: int,
     ) -> list[Impact]:
         z = tips[:, 2]
-        best: dict[int, tuple[float, _Pad, np.ndarray, float]] = {}
-        step = np.diff(z)
-        turning = np.zeros(len(dt), dtype=bool)  # interval i ends in a lowest point
-        turning[:-1] = (step[:-1] < 0) & (step[1:] >= 0)
-        tolerance = self.config.hand_tolerance_m
-        for pad in self._pads[hand_index]:
-            crossing = (z[:-1] > pad.height_m) & (z[1:] <= pad.height_m)
-            near = turning & (z[1:] > pad.height_m) & (z[1:] <= pad.height_m + tolerance)
-            for i in np.nonzero((crossing | near)[first:])[0] + first:
-                if crossing[i]:
-                    frac = (z[i] - pad.height_m) / (z[i] - z[i + 1])
-                else:  # the vertex of the turn, within this interval or the next
-                    vertex = _vertex_time(t[i : i + 3], z[i : i + 3])
-                    frac = min(1.0, (vertex - t[i]) / dt[i]) if dt[i] else 1.0
-                point = tips[i] + frac * (tips[i + 1] - tips[i])
-                if np.hypot(*(point[:2] - pad.center_xy)) > pad.radius_m:
-                    continue
-                if pad.gate_joint >= 0:
-                    pedal = q[i, pad.gate_joint] + frac * (
-                        q[i + 1, pad.gate_joint] - q[i, pad.gate_joint]
-                    )
-                    if (pedal > self.config.hihat_closed_below_rad) != pad.gate_open:
-                        continue
-                distance = float(np.linalg.norm(point - pad.strike_m))
-                if i not in best or distance < best[i][3]:
-                    best[i] = (frac, pad, point, distance)
+        best = self._nearest_pad_crossings(hand_index, t, dt, q, tips, first)
         limb = HAND_LIMBS[hand_index]
         arming = self._arming[limb]
         impacts = []
@@ -394,8 +247,57 @@ class ImpactDetector:
         arming.end_batch(z, self.config.rearm_height_m)
         return impacts
 
+    def _nearest_pad_crossings(
+        self,
+        hand_index: int,
+        t: np.ndarray,
+        dt: np.ndarray,
+        q: np.ndarray,
+        tips: np.ndarray,
+        first: int,
+    ) -> dict[int, tuple[float, Pad, np.ndarray, float]]:
+        """Per sample interval from ``first``, the pad the tip reaches nearest its strike point.
+
+        Returns:
+            ``{interval: (fraction of the interval, pad, crossing point, distance to strike)}``.
+        """
+        z = tips[:, 2]
+        best: dict[int, tuple[float, Pad, np.ndarray, float]] = {}
+        step = np.diff(z)
+        turning = np.zeros(len(dt), dtype=bool)  # interval i ends in a lowest point
+        turning[:-1] = (step[:-1] < 0) & (step[1:] >= 0)
+        tolerance = self.config.hand_tolerance_m
+        for pad in self._pads[hand_index]:
+            crossing = (z[:-1] > pad.height_m) & (z[1:] <= pad.height_m)
+            near = turning & (z[1:] > pad.height_m) & (z[1:] <= pad.height_m + tolerance)
+            for i in np.nonzero((crossing | near)[first:])[0] + first:
+                if crossing[i]:
+                    frac = (z[i] - pad.height_m) / (z[i] - z[i + 1])
+                else:  # the vertex of the turn, within this interval or the next
+                    vertex = _vertex_time(t[i : i + 3], z[i : i + 3])
+                    frac = min(1.0, (vertex - t[i]) / dt[i]) if dt[i] else 1.0
+                point = tips[i] + frac * (tips[i + 1] - tips[i])
+                if not self._pad_present(pad, point, q, i, frac):
+                    continue
+                distance = float(np.linalg.norm(point - pad.strike_m))
+                if i not in best or distance < best[i][3]:
+                    best[i] = (frac, pad, point, distance)
+        return best
+
+    def _pad_present(
+        self, pad: Pad, point: np.ndarray, q: np.ndarray, i: int, frac: float
+    ) -> bool:
+        """Whether ``point`` is on ``pad``, a hi-hat disc counting only in its pedal state."""
+        if np.hypot(*(point[:2] - pad.center_xy)) > pad.radius_m:
+            return False
+        if pad.gate_joint < 0:
+            return True
+        gate = q[:, pad.gate_joint]
+        pedal = gate[i] + frac * (gate[i + 1] - gate[i])
+        return (pedal > self.config.hihat_closed_below_rad) == pad.gate_open
+
     def _pedal_impacts(
-        self, pedal: _Pedal, arming: _Arming, t: np.ndarray, angle: np.ndarray, first: int
+        self, pedal: Pedal, arming: Arming, t: np.ndarray, angle: np.ndarray, first: int
     ) -> list[Impact]:
         level = pedal.angle_rad
         step = np.diff(angle)
