@@ -16,7 +16,7 @@ from rclpy.action import ActionServer  # noqa: E402
 from rclpy.callback_groups import ReentrantCallbackGroup  # noqa: E402
 from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor  # noqa: E402
 
-from phil_control.behavior_planner import dispatcher  # noqa: E402
+from phil_control.behavior_planner import motion_servers  # noqa: E402
 from phil_control.behavior_planner.dispatcher import Dispatcher  # noqa: E402
 from phil_control.behavior_planner.goals import Completion  # noqa: E402
 from phil_control.core.behavior import actions as act  # noqa: E402
@@ -144,7 +144,7 @@ def graph():
         for thread in threads:
             thread.start()
         try:
-            assert links._motion[Look].wait_for_server(timeout_sec=WAIT_S)
+            assert links._servers._motion[Look].wait_for_server(timeout_sec=WAIT_S)
             assert links._hardware._request.wait_for_service(timeout_sec=WAIT_S)
             yield OnExecutor(links, executors[0]), generator, failures
         finally:
@@ -166,7 +166,7 @@ def hold_the_dispatcher(links, generator) -> None:
 
 def test_a_motion_leaves_from_the_executor_thread_without_a_hand_over(graph):
     links, generator, failures = graph
-    client = links._motion[Look]
+    client = links._servers._motion[Look]
     senders: list[str] = []
     send = client.send_goal_async
 
@@ -200,7 +200,7 @@ def test_a_motion_decided_behind_a_pending_step_waits_its_turn(graph):
 
 def test_a_motion_whose_server_is_missing_fails_with_the_reason(graph, monkeypatch):
     links, _generator, failures = graph
-    monkeypatch.setattr(dispatcher, 'STEP_TIMEOUT_S', 0.5)
+    monkeypatch.setattr(motion_servers, 'STEP_TIMEOUT_S', 0.5)
     completion = Completion()
     links.submit((act.PerformGesture(name='nod'),), completion)
     assert completion.done.wait(WAIT_S)
@@ -289,7 +289,7 @@ def test_a_pause_reaches_a_play_queued_behind_a_held_hit(graph, monkeypatch):
     LOOK, the PLAY behind it; the PAUSE must not wait behind both (a RESUME after it would
     time out): the queued play ends paused at once, and the HIT still follows the LOOK."""
     links, generator, failures = graph
-    monkeypatch.setattr(dispatcher, 'STEP_TIMEOUT_S', 0.5)  # no hit server here
+    monkeypatch.setattr(motion_servers, 'STEP_TIMEOUT_S', 0.5)  # no hit server here
     generator.hold_look.set()
     links.submit((LOOK,))
     hit = Completion()

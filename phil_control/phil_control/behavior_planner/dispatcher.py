@@ -25,26 +25,23 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from rclpy.action import ActionClient
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 
-from phil_control.behavior_planner.discovery import meet_servers
 from phil_control.behavior_planner.goals import (
     Completion,
     GoalTracker,
     SentGoal,
     motion_goal,
     play_goal,
-    serving_node,
 )
 from phil_control.behavior_planner.hardware_link import HardwareLink
-from phil_control.behavior_planner.waits import STEP_TIMEOUT_S, Waits
+from phil_control.behavior_planner.motion_servers import MotionServers
+from phil_control.behavior_planner.waits import Waits
 from phil_control.core.behavior import actions as act
 from phil_control.node_names import HARDWARE_NODE
 from phil_description.core.graph_key import GraphKey
-from phil_msgs.action import Gesture, Hit, Look, Move, Play
-from phil_msgs.srv import SetSpeed, Trigger
+from phil_msgs.action import Hit, Play
 from phil_ros.waking_future import complete, waking_future
 
 PLAYS = (act.StartPlay, act.ResumePlay)
@@ -76,8 +73,8 @@ class Decided:
 
 
 class Dispatcher:
-    """Clients of the hardware, trajectory generator and score player, and the coroutine that
-    carries out the decisions.
+    """The coroutine that carries out the decisions, through the hardware link and the motion
+    servers' clients.
 
     Args:
         node: The behavior planner node (clients are created on it; it must spin on a
@@ -111,22 +108,7 @@ class Dispatcher:
         self._waits = Waits(node, group)
         self._hardware = HardwareLink(node, group, key, self._waits)
         self._goals = GoalTracker(key, self._motion_ended)
-        self._action_names: dict[ActionClient, str] = {}
-        self._motion = {
-            kind: self._action_client(kind, f'/trajectory_generator/{name}', group)
-            for kind, name in ((Look, 'look'), (Gesture, 'gesture'), (Move, 'move'))
-        }
-        self._play = self._action_client(Play, '/score_player/play', group)
-        self._hit = self._action_client(Hit, '/score_player/hit', group)
-        self._triggers = {
-            name: node.create_client(Trigger, name, callback_group=group)
-            for name in (
-                '/trajectory_generator/halt',
-                '/score_player/pause',
-                '/score_player/stop',
-            )
-        }
-        self._speed = node.create_client(SetSpeed, '/score_player/speed', callback_group=group)
+        self._servers = MotionServers(node, group, self._waits, self._goals, down_reason)
         self._decided: deque[Decided] = deque()  # waiting their turn
         self._current: Decided | None = None  # being carried out
         self._work: object | None = None  # completed when a decision comes
@@ -142,11 +124,6 @@ class Dispatcher:
         self._start = node.create_timer(
             0.0, self._carry_out, callback_group=MutuallyExclusiveCallbackGroup()
         )
-
-    def _action_client(self, kind: type, name: str, group) -> ActionClient:
-        client = ActionClient(self._node, kind, name, callback_group=group)
-        self._action_names[client] = name
-        return client
 
     # ------------------------------------------------------------------ decisions
     def submit(self, actions: tuple, completion: Completion | None = None) -> None:
@@ -345,27 +322,24 @@ class Dispatcher:
             await self._hardware.activate()
             self._events['start_completed']()
         elif (motion := motion_goal(action, self._joint_names, self._poses)) is not None:
-            kind, goal = motion
-            await self._send_goal(self._motion[kind], goal, completion)
+            await self._servers.send_motion(*motion, completion)
         elif isinstance(action, (act.StrikeInstrument, *PLAYS)):
             action = await self._after_the_motions(replace(decided, actions=(action,)))
             if isinstance(action, act.StrikeInstrument):
                 goal = Hit.Goal(
                     instrument=action.instrument, velocity=action.velocity, hand=action.hand
                 )
-                await self._send_goal(self._hit, goal, completion)
+                await self._servers.send_hit(goal, completion)
             elif action is not None:
-                await self._send_goal(self._play, play_goal(action), completion, play=True)
+                await self._servers.send_play(play_goal(action), completion)
         elif isinstance(action, act.PausePlay):
-            await self._trigger('/score_player/pause')
+            await self._servers.trigger('/score_player/pause')
         elif isinstance(action, act.StopPlay):
-            await self._trigger('/score_player/stop')
+            await self._servers.trigger('/score_player/stop')
         elif isinstance(action, act.SetPlaySpeed):
-            await self._waits.call(
-                self._speed, SetSpeed.Request(speed=action.speed), STEP_TIMEOUT_S
-            )
+            await self._servers.set_speed(action.speed)
         elif isinstance(action, act.HaltMotion):
-            await self._trigger('/trajectory_generator/halt')
+            await self._servers.trigger('/trajectory_generator/halt')
         elif isinstance(action, act.Shutdown):
             try:
                 # A hardware node that is down has nothing left to switch off (its bus loop
@@ -377,43 +351,12 @@ class Dispatcher:
         else:
             raise TypeError(f'unknown action {action!r}')
 
-    def _require(self, node: str) -> None:
-        """RuntimeError with the reason when ``node`` is down (its calls would time out)."""
-        reason = self._down_reason(node)
-        if reason:
-            raise RuntimeError(reason)
-
-    async def _trigger(self, name: str) -> None:
-        self._require(serving_node(name))
-        response = await self._waits.call(self._triggers[name], Trigger.Request(), STEP_TIMEOUT_S)
-        if not response.accepted:
-            self._node.get_logger().warning(f'{name} refused: {response.reason}')
-
     async def _meet(self) -> None:
         """Exchange one request with every server before the first motion (see
         :mod:`discovery`)."""
-        clients = {**self._motion, Play: self._play, Hit: self._hit}
-        await meet_servers(
-            self._waits, {kind: (c, self._action_names[c]) for kind, c in clients.items()}
-        )
+        await self._servers.meet()
         await self._hardware.meet()
         self._met = True
-
-    async def _send_goal(
-        self, client: ActionClient, goal, completion: Completion | None, play: bool = False
-    ) -> None:
-        """Send a goal and await its acceptance (its end is reported by its result)."""
-        name = self._action_names[client]
-        self._require(serving_node(name))
-        if not await self._waits.until_ready(client.server_is_ready, STEP_TIMEOUT_S):
-            raise RuntimeError(f'action {name} is not available')
-        sent = self._goals.send(client, name, goal, completion, play)
-        try:
-            handle = await self._waits.within(sent.future, STEP_TIMEOUT_S, name)
-        except TimeoutError as error:
-            self._goals.end(sent, None, False, str(error))
-            raise  # the step failed: reported
-        self._goals.accepted(sent, handle)
 
     def _motion_ended(self, sent: SentGoal, result, success: bool, reason: str) -> None:
         """A goal's end (GoalTracker): the completion, the planner's events."""
