@@ -179,7 +179,9 @@ def test_a_teardown_that_hangs_holding_the_gil_still_ends_the_process(domain_env
     assert 'in destroy_node' in stderr  # the stuck frame is named
 
 
-def test_a_coroutine_waiting_on_the_waiting_executor_costs_no_cpu():
+def test_a_coroutine_waiting_on_the_waiting_executor_is_woken_by_the_completion_alone():
+    """While the coroutine waits the executor sleeps (no busy loop: a handful of rounds in
+    all), and the completion wakes it (a round that would otherwise sleep for a minute)."""
     from phil_ros.executors import waiting_executor
     from phil_ros.waking_future import complete, waking_future
 
@@ -196,18 +198,17 @@ def test_a_coroutine_waiting_on_the_waiting_executor_costs_no_cpu():
         task = executor.create_task(wait_for_the_end())
         executor.spin_once(timeout_sec=0.1)
         assert futures and not task.done()
-        completer = threading.Timer(1.0, complete, args=(futures[0], 'ended'))
-        start_cpu, start = time.process_time(), time.monotonic()
+        completer = threading.Timer(0.5, complete, args=(futures[0], 'ended'))
         completer.start()
-        while not task.done() and time.monotonic() - start < 10.0:
-            executor.spin_once(timeout_sec=0.5)
-        cpu = time.process_time() - start_cpu
+        rounds = 0
+        while not task.done() and rounds < 10:
+            executor.spin_once(timeout_sec=60.0)
+            rounds += 1
         completer.join()
         executor.shutdown()
         node.destroy_node()
     assert task.result() == 'ended'
-    assert time.monotonic() - start < 1.4  # woken by the completion, not by a poll
-    assert cpu < 0.3, f'{cpu:.2f} s of CPU while waiting 1 s'
+    assert rounds <= 3, f'{rounds} executor rounds while waiting'
 
 
 FREEZE_PROBE = textwrap.dedent("""
