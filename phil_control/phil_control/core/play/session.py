@@ -28,17 +28,12 @@ import numpy as np
 
 from phil_control.core.motion.validation import JointTable
 from phil_control.core.play.base_generator import HIT_LOOKAHEAD_S
-from phil_control.core.play.chunk import (
-    MotionChunk,
-    PlayAborted,
-    PlayProgress,
-    ScheduledHit,
-    SessionBusyError,
-)
+from phil_control.core.play.chunk import MotionChunk, SessionBusyError
 from phil_control.core.play.common import WaistChooser
 from phil_control.core.play.feasibility import check_feasible
 from phil_control.core.play.playback import Playback
 from phil_control.core.play.robot import PlayRobot
+from phil_control.core.play.status import PlayStatus
 from phil_control.core.play.timeline import (
     PlaySource,
     ResumePoint,
@@ -66,8 +61,9 @@ def check_pedal_lead_s(value: float) -> None:
         )
 
 
-class PlaySession:
-    """Plays scores and single HITs; one play at a time, reusable afterwards.
+class PlaySession(PlayStatus):
+    """Plays scores and single HITs; one play at a time, reusable afterwards. The queries
+    (hits, clock, progress, end) are `PlayStatus`'s.
 
     Not thread-safe: call from one thread (the node's executor).
 
@@ -101,6 +97,7 @@ class PlaySession:
         holds a play to."""
         check_motion_lead_s(motion_lead_s)
         check_pedal_lead_s(pedal_lead_s)
+        super().__init__()
         self.robot = robot
         self.wrist_torque = wrist_torque
         self.motion_lead_s = motion_lead_s
@@ -112,8 +109,6 @@ class PlaySession:
         self.resume_point: ResumePoint | None = None
         self.audio = ''
         self._chooser = WaistChooser(robot)
-        self._play: Playback | None = None
-        self._reported = 0
 
     # ----------------------------------------------------------------------------- commands
     def start(
@@ -327,96 +322,10 @@ class PlaySession:
         self._play = None
         self.resume_point = None
 
-    # ------------------------------------------------------------------------------ queries
-    @property
-    def aborted(self) -> PlayAborted | None:
-        """Why the current (or last) play ended early; it has queued DRUM END to ready."""
-        return self._play.aborted if self._play is not None else None
-
-    @property
-    def commanded_hits(self) -> tuple[ScheduledHit, ...]:
-        """Every hit of the current (or last) play still scheduled, in time order."""
-        return tuple(self._play.hits) if self._play is not None else ()
-
-    def due_hits(self, now_s: float) -> list[ScheduledHit]:
-        """Hits whose instant has passed since the last call (for /phil/hits)."""
-        if self._play is None:
-            return []
-        hits = self._play.hits
-        self._reported = min(self._reported, len(hits))
-        due = [hit for hit in hits[self._reported :] if hit.command_time_s <= now_s]
-        self._reported += len(due)
-        return due
-
-    @property
-    def speed(self) -> float:
-        """Requested playback speed (a window may run slower, see `guarded_windows`)."""
-        return self._play.requested_speed if self._play is not None else 1.0
-
-    @property
-    def guarded_windows(self) -> int:
-        """Windows the velocity guard played slower than requested (see `playback`)."""
-        return self._play.guarded_windows if self._play is not None else 0
-
-    def score_time_at(self, wall_s: float) -> float:
-        """Score time at a wall time (negative during DRUM START), s.
-
-        Raises:
-            RuntimeError: No play was started.
-        """
-        play = self._require_play()
-        return play.clock.score_at(wall_s - play.motion_lead_s)
-
-    def wall_time_at(self, score_s: float) -> float:
-        """Wall time of a score time, s (score time 0 = end of DRUM START; audio starts there).
-
-        Raises:
-            RuntimeError: No play was started.
-        """
-        play = self._require_play()
-        return play.clock.wall_at(score_s) + play.motion_lead_s
-
-    @property
-    def end_time_s(self) -> float | None:
-        """Wall time at which DRUM END completes (None while it is not queued yet)."""
-        end = self._play.end if self._play is not None else None
-        return end.end_time_s if end is not None else None
-
-    def finished(self, now_s: float) -> bool:
-        """True when no play is running at `now_s` (never started, or DRUM END completed)."""
-        end = self.end_time_s
-        return self._play is None or (end is not None and now_s >= end)
-
-    def progress(self, now_s: float) -> PlayProgress:
-        """Bar, speed, score time, elapsed time and hits played at `now_s`."""
-        play = self._play
-        if play is None:
-            return PlayProgress('', 0, 0, 1.0, 0.0, 0.0, 0)
-        score_s = max(self.score_time_at(now_s), 0.0)
-        events = play.timeline.events
-        reached = next((e for e in reversed(events) if e.time_s <= score_s), events[0])
-        source = play.timeline.source_of(reached.index)
-        played = [hit for hit in play.hits if hit.command_time_s <= now_s]
-        elapsed = now_s - played[0].command_time_s if played else 0.0
-        return PlayProgress(
-            source.play_id,
-            reached.bar,
-            source.score.total_bars,
-            play.clock.speed_at(score_s),
-            score_s,
-            elapsed,
-            len(played),
-        )
-
     # ----------------------------------------------------------------------------- internals
     def _ensure_idle(self, now_s: float) -> None:
         if not self.finished(now_s):
             raise SessionBusyError('a play is still running; stop it or wait for DRUM END')
-
-    def _require_play(self) -> Playback:
-        if self._play is None:
-            raise RuntimeError('no play has been started')
-        return self._play
 
     def _playback(
         self,
