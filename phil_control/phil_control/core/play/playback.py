@@ -111,12 +111,7 @@ class Playback:
             PlayAborted: The reset pose cannot be reached.
         """
         speed = normalize_speed(speed, clamp=True)
-        try:
-            reset, state = reset_pose(
-                robot, source.init_note_right, source.init_note_left, chooser
-            )
-        except MotionError as error:
-            raise PlayAborted(error.reason, None, source.play_id) from error
+        reset, state = _reset_pose_or_abort(robot, source, chooser)
         self.robot, self._chooser = robot, chooser
         self._modes = window_control_modes(robot, wrist_torque)
         self._position_modes = (ControlMode.POSITION,) * len(robot.joint_names)
@@ -125,28 +120,27 @@ class Playback:
         self._improv = improv and play_list is not None
         self._play_list = play_list
         self._recent: list[Path] = [source.score_path]
+        # Generation: what was generated, and the state the next window starts from.
         self._state = state
         self._generated: list[_Generated] = []
         self._next_window = 0
-        self.hits: list[ScheduledHit] = []
         self._sequence = 0
+        self._replace_next = False
+        self.hits: list[ScheduledHit] = []
         self.requested_speed = self.speed = speed
         self.end: MotionChunk | None = None
         self.aborted: PlayAborted | None = None
         self.guarded_windows = 0
-        self._start_s = start_s
         # DRUM START ends where the (led) motion clock starts the score.
+        self._start_s = start_s
         self._start_move = TransferMove(
             np.asarray(current_positions_rad, dtype=float),
             reset,
             duration_s=TRANSFER_DURATION_S - motion_lead_s,
         )
-        self.motion_lead_s = motion_lead_s
-        self.pedal_lead_s = pedal_lead_s
+        self.motion_lead_s, self.pedal_lead_s = motion_lead_s, pedal_lead_s
         self.clock = ScoreClock(start_s + TRANSFER_DURATION_S - motion_lead_s, speed)
-        self._started = _Point(self.clock.wall_at(0.0), reset, np.zeros_like(reset))
-        self._replace_next = False
-        self._last = self._started
+        self._started = self._last = _Point(self.clock.wall_at(0.0), reset, np.zeros_like(reset))
         if self._improv:
             self._chain_next(keep_until=0)
 
@@ -364,3 +358,13 @@ class Playback:
             self.timeline.ensure_release(RELEASE_BEAT_UNITS)
             return
         self._improv = False
+
+
+def _reset_pose_or_abort(
+    robot: PlayRobot, source: PlaySource, chooser: WaistChooser
+) -> tuple[np.ndarray, GeneratorState]:
+    """`reset_pose` of the source's init drums; PlayAborted (nothing moves) where it fails."""
+    try:
+        return reset_pose(robot, source.init_note_right, source.init_note_left, chooser)
+    except MotionError as error:
+        raise PlayAborted(error.reason, None, source.play_id) from error
