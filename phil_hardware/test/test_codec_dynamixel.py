@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from phil_hardware.core.codecs import CodecError, dynamixel
+from phil_hardware.core.codecs import CodecError, dynamixel, dynamixel_packet
 from phil_hardware.core.codecs.dynamixel import (
     ControlTable,
     Instruction,
@@ -55,7 +55,7 @@ def test_manual_status_examples_build_and_parse():
 
 
 def test_crc_table_is_the_manual_table():
-    assert dynamixel.CRC_TABLE[:8] == (
+    assert dynamixel_packet.CRC_TABLE[:8] == (
         0x0000,
         0x8005,
         0x800F,
@@ -65,16 +65,18 @@ def test_crc_table_is_the_manual_table():
         0x0014,
         0x8011,
     )
-    assert dynamixel.CRC_TABLE[-1] == 0x0202
-    assert dynamixel.crc16(PING_1[:-2]) == 0x4E19
+    assert dynamixel_packet.CRC_TABLE[-1] == 0x0202
+    assert dynamixel_packet.crc16(PING_1[:-2]) == 0x4E19
 
 
 def test_stuffing_inserts_fd_after_ff_ff_fd():
-    assert dynamixel.stuff(bytes.fromhex('03 ff ff fd 00')) == bytes.fromhex('03 ff ff fd fd 00')
-    assert dynamixel.stuff(bytes.fromhex('ff ff fd ff ff fd')) == bytes.fromhex(
+    assert dynamixel_packet.stuff(bytes.fromhex('03 ff ff fd 00')) == bytes.fromhex(
+        '03 ff ff fd fd 00'
+    )
+    assert dynamixel_packet.stuff(bytes.fromhex('ff ff fd ff ff fd')) == bytes.fromhex(
         'ff ff fd fd ff ff fd fd'
     )
-    assert dynamixel.stuff(bytes.fromhex('ff fd ff fd')) == bytes.fromhex('ff fd ff fd')
+    assert dynamixel_packet.stuff(bytes.fromhex('ff fd ff fd')) == bytes.fromhex('ff fd ff fd')
 
 
 def test_stuffed_packet_length_counts_stuffed_bytes():
@@ -86,14 +88,14 @@ def test_stuffed_packet_length_counts_stuffed_bytes():
 
 def test_unstuff_rejects_missing_stuffing_byte():
     with pytest.raises(CodecError, match='unstuffed FF FF FD at offset 1'):
-        dynamixel.unstuff(bytes.fromhex('03 ff ff fd 00'))
+        dynamixel_packet.unstuff(bytes.fromhex('03 ff ff fd 00'))
 
 
 @given(tricky_bytes)
 def test_stuffing_round_trips_and_leaves_no_bare_pattern(body):
-    stuffed = dynamixel.stuff(body)
-    assert dynamixel.unstuff(stuffed) == body
-    assert dynamixel.HEADER not in stuffed
+    stuffed = dynamixel_packet.stuff(body)
+    assert dynamixel_packet.unstuff(stuffed) == body
+    assert dynamixel_packet.HEADER not in stuffed
     # FF FF FD cannot overlap itself, so count() sees every occurrence.
     assert len(stuffed) - len(body) == body.count(b'\xff\xff\xfd')
 
@@ -106,7 +108,7 @@ def test_stuffing_round_trips_and_leaves_no_bare_pattern(body):
         (PING_STATUS_1[:5] + b'\x08' + PING_STATUS_1[6:], r'\(id 1\): length field 8'),
         (PING_STATUS_1[:-1] + b'\x00', r'CRC mismatch, received 0x0065, computed 0x5D65'),
         (PING_1, r'\(id 1\) is not a status packet: instruction 0x01'),
-        (dynamixel.build_packet(1, Instruction.STATUS), 'has no error byte'),
+        (dynamixel_packet.build_packet(1, Instruction.STATUS), 'has no error byte'),
     ],
 )
 def test_status_parser_names_what_failed(packet, message):
@@ -165,17 +167,19 @@ def test_status_error_text():
 def test_split_packets_resynchronises_on_garbage_and_keeps_partial_tail():
     garbage = bytes.fromhex('00 ff ff fd 00 01 ff 13')  # fake header with an absurd length
     stream = garbage + PING_STATUS_1 + READ_STATUS_1[:6]
-    packets, remaining = dynamixel.split_packets(stream)
+    packets, remaining = dynamixel_packet.split_packets(stream)
     assert packets == [PING_STATUS_1]
     assert remaining == READ_STATUS_1[:6]
-    packets, remaining = dynamixel.split_packets(remaining + READ_STATUS_1[6:] + b'\xff\xff')
+    packets, remaining = dynamixel_packet.split_packets(
+        remaining + READ_STATUS_1[6:] + b'\xff\xff'
+    )
     assert packets == [READ_STATUS_1]
     assert remaining == b'\xff\xff'
 
 
 def test_split_packets_drops_packet_with_bad_crc_but_finds_the_next():
     corrupt = PING_STATUS_1[:-1] + b'\x00'
-    packets, remaining = dynamixel.split_packets(corrupt + READ_STATUS_1 + b'\x12\x34')
+    packets, remaining = dynamixel_packet.split_packets(corrupt + READ_STATUS_1 + b'\x12\x34')
     assert packets == [READ_STATUS_1]
     assert remaining == b''
 
@@ -213,7 +217,7 @@ def test_reader_recovers_every_packet_between_garbage_in_any_chunking(statuses, 
 def test_instruction_packet_round_trip(dxl_id, instruction, params):
     if instruction is Instruction.STATUS:
         instruction = Instruction.PING
-    packet = dynamixel.build_packet(dxl_id, instruction, params)
+    packet = dynamixel_packet.build_packet(dxl_id, instruction, params)
     assert dynamixel.parse_instruction_packet(packet) == (dxl_id, instruction, params)
     assert int.from_bytes(packet[5:7], 'little') == len(packet) - 7
 

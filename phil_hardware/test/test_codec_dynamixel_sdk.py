@@ -18,7 +18,7 @@ from dynamixel_sdk import COMM_SUCCESS, GroupSyncRead, GroupSyncWrite, PacketHan
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
-from phil_hardware.core.codecs import dynamixel
+from phil_hardware.core.codecs import dynamixel, dynamixel_packet
 from phil_hardware.core.codecs.dynamixel import ControlTable, Instruction, ProfileGoal
 
 XM430_W210_MODEL = 1030
@@ -136,7 +136,7 @@ stuffing_prone = st.lists(
 @given(st.integers(0, 252), st.integers(0, 255))
 def test_crc_equals_sdk(dxl_id, seed):
     data = bytes((dxl_id + seed * offset) & 0xFF for offset in range(seed % 40))
-    assert dynamixel.crc16(data) == PacketHandler(2.0).updateCRC(0, list(data), len(data))
+    assert dynamixel_packet.crc16(data) == PacketHandler(2.0).updateCRC(0, list(data), len(data))
 
 
 @given(stuffing_prone)
@@ -144,9 +144,9 @@ def test_stuffing_equals_sdk_add_stuffing(params):
     handler = PacketHandler(2.0)
     body = bytes((Instruction.WRITE,)) + params
     length = len(body) + 2
-    unstuffed = list(dynamixel.HEADER + bytes((1,)) + length.to_bytes(2, 'little') + body)
+    unstuffed = list(dynamixel_packet.HEADER + bytes((1,)) + length.to_bytes(2, 'little') + body)
     sdk_packet = handler.addStuffing(unstuffed + [0, 0])
-    ours = dynamixel.build_packet(1, Instruction.WRITE, params)
+    ours = dynamixel_packet.build_packet(1, Instruction.WRITE, params)
     assert bytes(sdk_packet[:-2]) == ours[:-2]
 
 
@@ -156,7 +156,7 @@ def sdk_unstuffs_its_own_stuffing(params: bytes) -> bool:
     trip. Such payloads say nothing about our packets; the oracle is only used elsewhere."""
     handler = PacketHandler(2.0)
     body = [0x55, 0] + list(params)
-    raw = list(dynamixel.HEADER) + [1] + list((len(body) + 2).to_bytes(2, 'little')) + body
+    raw = list(dynamixel_packet.HEADER) + [1] + list((len(body) + 2).to_bytes(2, 'little')) + body
     stuffed = handler.addStuffing(raw + [0, 0])
     return bytes(handler.removeStuffing(list(stuffed))[: len(raw)]) == bytes(raw)
 
@@ -178,7 +178,7 @@ def _serve_one_servo(master_fd: int, stop: threading.Event, dxl_id: int, tick: i
         readable, _, _ = select.select([master_fd], [], [], 0.02)
         if not readable:
             continue
-        packets, buffered = dynamixel.split_packets(buffered + os.read(master_fd, 256))
+        packets, buffered = dynamixel_packet.split_packets(buffered + os.read(master_fd, 256))
         for raw in packets:
             packet = dynamixel.parse_instruction_packet(raw)
             if packet.dxl_id != dxl_id:

@@ -23,7 +23,7 @@ from dynamixel_sdk import (
 )
 
 from phil_description.core import default_robot_model
-from phil_hardware.core.codecs import dynamixel
+from phil_hardware.core.codecs import dynamixel, dynamixel_packet
 from phil_hardware.core.codecs.dynamixel import ControlTable, ProfileGoal
 from phil_hardware.sim import (
     DynamixelBank,
@@ -167,8 +167,8 @@ def test_unstuffed_instruction_from_a_lax_sender_is_accepted(bank):
     data = b'\xff\xff\xfd\x00'  # must be stuffed on the wire; dynamixel_sdk 4.1 does not
     address = ControlTable.PROFILE_ACCELERATION.to_bytes(2, 'little')
     body = bytes((1, 9, 0, dynamixel.Instruction.WRITE)) + address + data
-    packet = dynamixel.HEADER[:3] + b'\x00' + body
-    packet += dynamixel.crc16(packet).to_bytes(2, 'little')
+    packet = dynamixel_packet.HEADER[:3] + b'\x00' + body
+    packet += dynamixel_packet.crc16(packet).to_bytes(2, 'little')
     bank.receive(packet, now_s=0.0)
     (status,) = _statuses(bank.poll(1.0))
     assert status.error == 0

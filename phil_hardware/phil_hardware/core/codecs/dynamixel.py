@@ -1,9 +1,11 @@
-"""Dynamixel Protocol 2.0 packet codec (XM430 head servos), pure functions on ``bytes``.
+"""Dynamixel Protocol 2.0 messages (XM430 head servos), pure functions on ``bytes``: the
+instructions, the control table, the packets the controller sends and the status packets it
+reads, and the tick <-> angle convention.
 
-Packet: ``FF FF FD 00 | ID | LEN_L LEN_H | INST | params | CRC_L CRC_H`` with
-``LEN = len(stuffed INST + params) + 2``. Byte stuffing (an extra ``FD`` after every ``FF FF FD``)
-applies to INST..params; the CRC-16 (polynomial 0x8005) covers header..last stuffed byte.
-A status packet is the same with ``INST = 0x55`` followed by the error byte.
+The framing (header, byte stuffing, CRC-16, cutting a stream into packets) is in
+:mod:`.dynamixel_packet` (``build_packet``, ``split_packets`` and ``BROADCAST_ID``, which the
+messages use, are importable from here too). A status packet is a packet with ``INST = 0x55``
+whose first parameter is the error byte.
 
 Tick convention of this robot (sign inverted relative to the usual DXL one):
 ``tick = round(2048 - motor_deg * 4096 / 360)`` with ``motor_deg`` clamped to +-180.
@@ -19,17 +21,16 @@ from types import MappingProxyType
 from typing import NamedTuple
 
 from .conversions import INT32_RANGE, require_finite, round_half_away, saturate
+from .dynamixel_packet import (
+    BROADCAST_ID,
+    MAX_PACKET_LENGTH,
+    build_packet,
+    check_id,
+    open_packet,
+    split_packets,
+)
 from .frame import CodecError
 
-HEADER = b'\xff\xff\xfd\x00'
-BROADCAST_ID = 0xFE
-MAX_ID = 252
-MAX_PACKET_LENGTH = 1024
-MIN_PACKET_SIZE = 10
-MIN_STATUS_PACKET_SIZE = 11
-_PREFIX_SIZE = 7  # header + id + length field
-_STUFFING_PATTERN = b'\xff\xff\xfd'
-_STUFFING_BYTE = 0xFD
 _ADDRESS_LENGTH = struct.Struct('<HH')
 _PROFILE_GOAL = struct.Struct('<iii')
 _INT32 = struct.Struct('<i')
@@ -85,20 +86,6 @@ STATUS_ERROR_TEXT = MappingProxyType(
 """Meaning of the low 7 bits of a status packet's error byte (bit 7 is the hardware alert)."""
 
 
-def _build_crc_table() -> tuple[int, ...]:
-    table = []
-    for byte in range(256):
-        crc = byte << 8
-        for _ in range(8):
-            crc = ((crc << 1) ^ 0x8005) if crc & 0x8000 else (crc << 1)
-        table.append(crc & 0xFFFF)
-    return tuple(table)
-
-
-CRC_TABLE = _build_crc_table()
-"""CRC-16 table, polynomial 0x8005, MSB first (the table printed in the ROBOTIS manual)."""
-
-
 class StatusPacket(NamedTuple):
     """A validated status packet: servo id, error byte, parameters (unstuffed)."""
 
@@ -123,68 +110,6 @@ class ProfileGoal(NamedTuple):
     goal_position_tick: int
 
 
-def crc16(data: bytes, crc: int = 0) -> int:
-    """Return the Protocol 2.0 CRC-16 of ``data`` (start value ``crc``)."""
-    for byte in data:
-        crc = ((crc << 8) ^ CRC_TABLE[((crc >> 8) ^ byte) & 0xFF]) & 0xFFFF
-    return crc
-
-
-def stuff(body: bytes) -> bytes:
-    """Insert an extra 0xFD after every ``FF FF FD`` in INST..params."""
-    if _STUFFING_PATTERN not in body:  # nearly every packet: no byte loop
-        return bytes(body)
-    stuffed = bytearray()
-    for position, byte in enumerate(body):
-        stuffed.append(byte)
-        if byte == _STUFFING_BYTE and body[max(0, position - 2) : position] == b'\xff\xff':
-            stuffed.append(_STUFFING_BYTE)
-    return bytes(stuffed)
-
-
-def unstuff(body: bytes) -> bytes:
-    """Remove the 0xFD inserted by :func:`stuff`.
-
-    Raises:
-        CodecError: If an ``FF FF FD`` is not followed by the stuffing byte.
-    """
-    if _STUFFING_PATTERN not in body:
-        return bytes(body)
-    result = bytearray()
-    position = 0
-    while position < len(body):
-        byte = body[position]
-        result.append(byte)
-        position += 1
-        if byte == _STUFFING_BYTE and body[max(0, position - 3) : position] == _STUFFING_PATTERN:
-            if position >= len(body) or body[position] != _STUFFING_BYTE:
-                raise CodecError(f'unstuffed FF FF FD at offset {position - 3} of packet body')
-            position += 1
-    return bytes(result)
-
-
-def _check_id(dxl_id: int, *, allow_broadcast: bool) -> None:
-    if not (0 <= dxl_id <= MAX_ID or (allow_broadcast and dxl_id == BROADCAST_ID)):
-        raise CodecError(f'Dynamixel id must be 0..{MAX_ID}, got {dxl_id}')
-
-
-def build_packet(dxl_id: int, instruction: int, params: bytes = b'') -> bytes:
-    """Build a complete, stuffed, CRC-protected packet.
-
-    Args:
-        dxl_id: Servo id 0..252 or 0xFE (broadcast).
-        instruction: Instruction byte (:class:`Instruction`), 0x55 for a status packet.
-        params: Unstuffed parameters (for a status packet: error byte + parameters).
-    """
-    _check_id(dxl_id, allow_broadcast=True)
-    body = stuff(bytes((instruction,)) + bytes(params))
-    length = len(body) + 2
-    if length > MAX_PACKET_LENGTH:
-        raise CodecError(f'Dynamixel packet for id {dxl_id} too long: LEN {length}')
-    packet = HEADER + bytes((dxl_id,)) + length.to_bytes(2, 'little') + body
-    return packet + crc16(packet).to_bytes(2, 'little')
-
-
 def build_ping(dxl_id: int) -> bytes:
     """Build PING."""
     return build_packet(dxl_id, Instruction.PING)
@@ -204,7 +129,7 @@ def build_sync_read(address: int, length: int, dxl_ids: Iterable[int]) -> bytes:
     """Build SYNC_READ (broadcast); each listed servo answers with one status packet."""
     ids = bytes(dxl_ids)
     for dxl_id in ids:
-        _check_id(dxl_id, allow_broadcast=False)
+        check_id(dxl_id, allow_broadcast=False)
     return build_packet(
         BROADCAST_ID, Instruction.SYNC_READ, _ADDRESS_LENGTH.pack(address, length) + ids
     )
@@ -218,7 +143,7 @@ def build_sync_write(address: int, length: int, records: Mapping[int, bytes]) ->
     """
     params = bytearray(_ADDRESS_LENGTH.pack(address, length))
     for dxl_id, data in records.items():
-        _check_id(dxl_id, allow_broadcast=False)
+        check_id(dxl_id, allow_broadcast=False)
         if len(data) != length:
             raise CodecError(
                 f'sync write record for id {dxl_id} has {len(data)} bytes, expected {length}'
@@ -230,7 +155,7 @@ def build_sync_write(address: int, length: int, records: Mapping[int, bytes]) ->
 
 def build_status_packet(dxl_id: int, error: int = 0, params: bytes = b'') -> bytes:
     """Build a status packet as a servo would send it (simulators, tests)."""
-    _check_id(dxl_id, allow_broadcast=False)
+    check_id(dxl_id, allow_broadcast=False)
     if not 0 <= error <= 0xFF:
         raise CodecError(f'status error byte must be 0..255, got {error}')
     return build_packet(dxl_id, Instruction.STATUS, bytes((error,)) + bytes(params))
@@ -252,37 +177,13 @@ def build_present_position_sync_read(dxl_ids: Iterable[int]) -> bytes:
     return build_sync_read(ControlTable.PRESENT_POSITION, PRESENT_POSITION_LENGTH, dxl_ids)
 
 
-def _split_validated(packet: bytes) -> tuple[int, bytes]:
-    if len(packet) < MIN_PACKET_SIZE:
-        raise CodecError(
-            f'Dynamixel packet too short: {len(packet)} bytes, minimum {MIN_PACKET_SIZE}'
-        )
-    if packet[:4] != HEADER:
-        raise CodecError(f'Dynamixel packet has a bad header {packet[:4].hex(" ")}')
-    dxl_id = packet[4]
-    length = int.from_bytes(packet[5:7], 'little')
-    if length < 3 or len(packet) != _PREFIX_SIZE + length:
-        raise CodecError(
-            f'Dynamixel packet (id {dxl_id}): length field {length} does not '
-            f'match {len(packet)} received bytes'
-        )
-    received_crc = int.from_bytes(packet[-2:], 'little')
-    computed_crc = crc16(packet[:-2])
-    if received_crc != computed_crc:
-        raise CodecError(
-            f'Dynamixel packet (id {dxl_id}): CRC mismatch, received '
-            f'0x{received_crc:04X}, computed 0x{computed_crc:04X}'
-        )
-    return dxl_id, unstuff(packet[_PREFIX_SIZE:-2])
-
-
 def parse_status_packet(packet: bytes) -> StatusPacket:
     """Validate header, length, CRC and instruction of one status packet and unstuff it.
 
     Raises:
         CodecError: Naming which check failed.
     """
-    dxl_id, body = _split_validated(bytes(packet))
+    dxl_id, body = open_packet(bytes(packet))
     if body[0] != Instruction.STATUS:
         raise CodecError(
             f'Dynamixel packet (id {dxl_id}) is not a status packet: instruction 0x{body[0]:02X}'
@@ -294,7 +195,7 @@ def parse_status_packet(packet: bytes) -> StatusPacket:
 
 def parse_instruction_packet(packet: bytes) -> InstructionPacket:
     """Validate and unstuff one instruction packet (rejects status packets)."""
-    dxl_id, body = _split_validated(bytes(packet))
+    dxl_id, body = open_packet(bytes(packet))
     if body[0] == Instruction.STATUS:
         raise CodecError(f'Dynamixel packet (id {dxl_id}) is a status packet, not an instruction')
     return InstructionPacket(dxl_id, body[0], body[1:])
@@ -343,51 +244,6 @@ def describe_status_error(error: int) -> str:
     if code or not parts:
         parts.append(STATUS_ERROR_TEXT.get(code, f'unknown error {code}'))
     return '; '.join(parts)
-
-
-def _partial_header_length(tail: bytes) -> int:
-    for size in (3, 2, 1):
-        if tail.endswith(HEADER[:size]):
-            return size
-    return 0
-
-
-def split_packets(buffer: bytes, max_length: int = MAX_PACKET_LENGTH) -> tuple[list[bytes], bytes]:
-    """Cut complete CRC-valid packets out of a byte stream, resynchronising on garbage.
-
-    Bytes before a header, and candidates whose length field is impossible or whose CRC fails,
-    are dropped one byte at a time so a real header inside them is still found.
-
-    Args:
-        buffer: Received bytes (possibly starting or ending mid-packet).
-        max_length: Largest LEN field considered plausible.
-
-    Returns:
-        (complete raw packets in order, bytes to keep for the next call).
-    """
-    buffer = bytes(buffer)
-    packets: list[bytes] = []
-    position = 0
-    while True:
-        start = buffer.find(HEADER, position)
-        if start < 0:
-            tail = buffer[position:]
-            return packets, tail[len(tail) - _partial_header_length(tail) :]
-        if len(buffer) - start < _PREFIX_SIZE:
-            return packets, buffer[start:]
-        length = int.from_bytes(buffer[start + 5 : start + 7], 'little')
-        end = start + _PREFIX_SIZE + length
-        if not 3 <= length <= max_length:
-            position = start + 1
-            continue
-        if end > len(buffer):
-            return packets, buffer[start:]
-        candidate = buffer[start:end]
-        if crc16(candidate[:-2]) == int.from_bytes(candidate[-2:], 'little'):
-            packets.append(candidate)
-            position = end
-        else:
-            position = start + 1
 
 
 class StatusPacketReader:
