@@ -79,59 +79,8 @@ def parse_kit(
     """
     if element is None:
         raise DescriptionError(source, 'drum_kit', 'the URDF has no <drum_kit> element')
-    instruments = []
-    for record in element.findall('instrument'):
-        name = record.get('name', '')
-        item = f'drum_kit instrument {name!r}'
-
-        def attribute(key: str, node: ET.Element = record, where: str = item) -> str:
-            value = node.get(key)
-            if value is None:
-                raise DescriptionError(source, where, f'attribute {key!r} is missing')
-            return value
-
-        def link_of(node: ET.Element, where: str) -> str:
-            link = attribute('link', node, where)
-            if link not in links:
-                raise DescriptionError(source, where, f'link {link!r} is not in the URDF')
-            return link
-
-        try:
-            instrument_id = int(attribute('id'))
-            radius_m = float(attribute('radius_m'))
-        except ValueError as error:
-            raise DescriptionError(source, item, f'bad number ({error})') from None
-        pedal = record.get('pedal', '')
-        if pedal and pedal not in movable_joints:
-            raise DescriptionError(source, item, f'pedal joint {pedal!r} is not a URDF joint')
-        strikes = {}
-        for strike in record.findall('strike'):
-            hand = attribute('hand', strike)
-            where = f'{item} strike {hand!r}'
-            if hand not in HANDS or hand in strikes:
-                raise DescriptionError(source, where, f'hand must be one of {HANDS}, once each')
-            wrist = float(attribute('wrist_angle_rad', strike, where))
-            if not math.isfinite(wrist):
-                raise DescriptionError(source, where, 'wrist angle is not finite')
-            link = link_of(strike, where)
-            strikes[hand] = StrikePoint(
-                hand=hand, link=link, position_m=position_of(link), wrist_angle_rad=wrist
-            )
-        if strikes and set(strikes) != set(HANDS):
-            raise DescriptionError(source, item, 'needs a strike point for both hands')
-        link = link_of(record, item)
-        instruments.append(
-            Instrument(
-                name=name,
-                id=instrument_id,
-                kind=attribute('kind'),
-                radius_m=radius_m,
-                link=link,
-                center_m=position_of(link),
-                pedal_joint=pedal,
-                strikes=strikes,
-            )
-        )
+    reader = _KitReader(source, links, movable_joints, position_of)
+    instruments = [reader.instrument(record) for record in element.findall('instrument')]
     for key in ('name', 'id'):
         values = [getattr(instrument, key) for instrument in instruments]
         duplicates = sorted({str(v) for v in values if values.count(v) > 1})
@@ -142,3 +91,71 @@ def parse_kit(
     if not instruments:
         raise DescriptionError(source, 'drum_kit', 'has no instruments')
     return DrumKit(instruments=tuple(instruments))
+
+
+@dataclass(frozen=True)
+class _KitReader:
+    """Reads the <instrument> records of <drum_kit> against the URDF's links and movable
+    joints; every error names the file (``source``) and the record."""
+
+    source: str
+    links: tuple[str, ...]
+    movable_joints: tuple[str, ...]
+    position_of: Callable[[str], np.ndarray]
+
+    def attribute(self, node: ET.Element, key: str, where: str) -> str:
+        value = node.get(key)
+        if value is None:
+            raise DescriptionError(self.source, where, f'attribute {key!r} is missing')
+        return value
+
+    def link_of(self, node: ET.Element, where: str) -> str:
+        link = self.attribute(node, 'link', where)
+        if link not in self.links:
+            raise DescriptionError(self.source, where, f'link {link!r} is not in the URDF')
+        return link
+
+    def instrument(self, record: ET.Element) -> Instrument:
+        name = record.get('name', '')
+        item = f'drum_kit instrument {name!r}'
+        try:
+            instrument_id = int(self.attribute(record, 'id', item))
+            radius_m = float(self.attribute(record, 'radius_m', item))
+        except ValueError as error:
+            raise DescriptionError(self.source, item, f'bad number ({error})') from None
+        pedal = record.get('pedal', '')
+        if pedal and pedal not in self.movable_joints:
+            raise DescriptionError(self.source, item, f'pedal joint {pedal!r} is not a URDF joint')
+        strikes = self.strikes(record, item)
+        link = self.link_of(record, item)
+        return Instrument(
+            name=name,
+            id=instrument_id,
+            kind=self.attribute(record, 'kind', item),
+            radius_m=radius_m,
+            link=link,
+            center_m=self.position_of(link),
+            pedal_joint=pedal,
+            strikes=strikes,
+        )
+
+    def strikes(self, record: ET.Element, item: str) -> dict[str, StrikePoint]:
+        """The instrument's strike points by hand: none (bass drum) or one for each hand."""
+        strikes = {}
+        for strike in record.findall('strike'):
+            hand = self.attribute(strike, 'hand', item)
+            where = f'{item} strike {hand!r}'
+            if hand not in HANDS or hand in strikes:
+                raise DescriptionError(
+                    self.source, where, f'hand must be one of {HANDS}, once each'
+                )
+            wrist = float(self.attribute(strike, 'wrist_angle_rad', where))
+            if not math.isfinite(wrist):
+                raise DescriptionError(self.source, where, 'wrist angle is not finite')
+            link = self.link_of(strike, where)
+            strikes[hand] = StrikePoint(
+                hand=hand, link=link, position_m=self.position_of(link), wrist_angle_rad=wrist
+            )
+        if strikes and set(strikes) != set(HANDS):
+            raise DescriptionError(self.source, item, 'needs a strike point for both hands')
+        return strikes
