@@ -1,7 +1,8 @@
-"""Maxon EPOS4 over CANopen: the upstream PDO layout, scalings, CiA 402 helpers, CST law.
+"""Maxon EPOS4 over CANopen: the upstream PDO layout, the objects touched, scalings, CST law.
 
-Everything generic (NMT, SYNC, SDO) lives in :mod:`.cia301` and is re-exported here, so
-``epos4.encode_sdo_download`` and friends work. Choices:
+Everything generic lives in :mod:`.cia301` (NMT, SYNC, SDO) and :mod:`.cia402` (controlword,
+modes of operation, power state) and is re-exported here, so ``epos4.encode_sdo_download``,
+``epos4.cia402_state`` and friends work. Choices:
 
 * NMT frames are the standard 2-byte frames; upstream pads them to DLC 8 (``pad_to_dlc8=True``).
 * SDO downloads are expedited and size-indicated (0x2F/0x2B/0x27/0x23) by default; the upstream
@@ -16,7 +17,7 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Iterable
-from enum import Enum, IntEnum
+from enum import IntEnum
 from typing import NamedTuple
 
 from .cia301 import (
@@ -43,6 +44,7 @@ from .cia301 import (
     encode_sync,
     node_from_id,
 )
+from .cia402 import Cia402State, Controlword, ModeOfOperation, cia402_state
 from .conversions import INT16_RANGE, INT32_RANGE, require_finite, saturate, saturating_int
 from .frame import CanFrame, CodecError, make_frame, require_length
 
@@ -67,6 +69,10 @@ __all__ = [
     'encode_sdo_upload_request',
     'encode_sdo_upload_response',
     'encode_sync',
+    'Cia402State',
+    'Controlword',
+    'ModeOfOperation',
+    'cia402_state',
     'TPDO1_BASE',
     'TPDO2_BASE',
     'RPDO_CONTROLWORD_BASE',
@@ -83,10 +89,7 @@ __all__ = [
     'WRIST_MASS_KG',
     'WRIST_LEVER_M',
     'GRAVITY_M_S2',
-    'Controlword',
-    'ModeOfOperation',
     'ObjectIndex',
-    'Cia402State',
     'Epos4Feedback',
     'Epos4Command',
     'counts_per_output_rev',
@@ -100,7 +103,6 @@ __all__ = [
     'decode_rpdo',
     'decode_feedback',
     'encode_feedback',
-    'cia402_state',
     'gravity_torque_mnm',
     'cst_torque_law',
 ]
@@ -126,26 +128,6 @@ GRAVITY_M_S2 = 9.81
 _TPDO = struct.Struct('<Hih')
 
 
-class Controlword(IntEnum):
-    """CiA 402 controlword values used by the controller."""
-
-    QUICK_STOP = 0x02
-    SHUTDOWN = 0x06
-    SWITCH_ON = 0x07
-    ENABLE_OPERATION = 0x0F
-    START_HOMING = 0x1F
-    FAULT_RESET = 0x80
-
-
-class ModeOfOperation(IntEnum):
-    """Values of object 0x6060."""
-
-    HOMING = 6
-    CYCLIC_SYNC_POSITION = 8
-    CYCLIC_SYNC_VELOCITY = 9
-    CYCLIC_SYNC_TORQUE = 10
-
-
 class ObjectIndex(IntEnum):
     """Object dictionary indices the controller touches."""
 
@@ -163,33 +145,6 @@ class ObjectIndex(IntEnum):
     POSITION_OFFSET = 0x60B0
     VELOCITY_OFFSET = 0x60B1
     TORQUE_OFFSET = 0x60B2
-
-
-class Cia402State(str, Enum):
-    """CiA 402 power state decoded from a statusword."""
-
-    NOT_READY_TO_SWITCH_ON = 'Not ready to switch on'
-    SWITCH_ON_DISABLED = 'Switch on disabled'
-    READY_TO_SWITCH_ON = 'Ready to switch on'
-    SWITCHED_ON = 'Switched on'
-    OPERATION_ENABLED = 'Operation enabled'
-    QUICK_STOP_ACTIVE = 'Quick stop active'
-    FAULT_REACTION_ACTIVE = 'Fault reaction active'
-    FAULT = 'Fault'
-    UNKNOWN = 'Unknown'
-
-
-# (mask, value, state), checked in order; masks are the standard CiA 402 ones.
-_STATUSWORD_PATTERNS = (
-    (0x4F, 0x00, Cia402State.NOT_READY_TO_SWITCH_ON),
-    (0x4F, 0x40, Cia402State.SWITCH_ON_DISABLED),
-    (0x6F, 0x21, Cia402State.READY_TO_SWITCH_ON),
-    (0x6F, 0x23, Cia402State.SWITCHED_ON),
-    (0x6F, 0x27, Cia402State.OPERATION_ENABLED),
-    (0x6F, 0x07, Cia402State.QUICK_STOP_ACTIVE),
-    (0x4F, 0x0F, Cia402State.FAULT_REACTION_ACTIVE),
-    (0x4F, 0x08, Cia402State.FAULT),
-)
 
 
 class Epos4Feedback(NamedTuple):
@@ -348,14 +303,6 @@ def encode_feedback(
     permille = saturating_int(torque_mnm / rated_torque_mnm * 1000.0, INT16_RANGE, 'torque_mnm')
     payload = _TPDO.pack(statusword, position_rad_to_counts(position_rad, gear_ratio), permille)
     return make_frame(TPDO1_BASE + node_id, payload)
-
-
-def cia402_state(statusword: int) -> Cia402State:
-    """Decode the CiA 402 power state from a statusword with the standard masks."""
-    for mask, value, state in _STATUSWORD_PATTERNS:
-        if statusword & mask == value:
-            return state
-    return Cia402State.UNKNOWN
 
 
 def gravity_torque_mnm(
