@@ -3,6 +3,7 @@
 Frame: origin on the waist axis at shoulder height, x = robot's right, y = forward, z = up. The
 waist angle and both wrist angles are inputs, not unknowns; each arm is a planar two-link chain
 once the forearm and stick are folded into one virtual link whose shape depends on the wrist angle.
+That one-arm solution is `arm_chain`'s; this module solves both arms and reports failures.
 
 Error design: a target the robot cannot take is data, not a bug, so the solvers never raise for it.
 ``solve_arms`` returns ``IkSolution | IkFailure``; ``solve_arms_batch`` returns per-row codes.
@@ -19,13 +20,18 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike
 
+from phil_control.core.kinematics.arm_chain import (
+    shift_into_range,
+    shoulder_xy,
+    solve_arm_chain,
+    virtual_link,
+)
 from phil_control.core.kinematics.geometry import ARM_JOINT_NAMES, ArmGeometry, JointLimits
 
 _WAIST, _RIGHT_WRIST, _LEFT_WRIST = 0, 7, 8
 # Columns that come out of atan2 and may sit one turn away from their joint range.
 _SOLVED_COLUMNS = np.arange(1, 7)
 _NO_JOINT = -1
-_RELATIVE_ROUNDING = 1e-12
 
 
 class IkFailureReason(enum.IntEnum):
@@ -134,9 +140,9 @@ class IkBatchResult:
         side = 1.0 if name.startswith('right') else -1.0
         tip = right_tip if side > 0 else left_tip
         wrist = right_wrist if side > 0 else left_wrist
-        shoulder = _shoulder_xy(self._geometry, side, np.array(waist))
+        shoulder = shoulder_xy(self._geometry, side, np.array(waist))
         distance = math.sqrt(float(np.sum((tip[:2] - shoulder) ** 2)) + float(tip[2]) ** 2)
-        virtual_length, _ = _virtual_link(self._geometry, np.array(wrist))
+        virtual_length, _ = virtual_link(self._geometry, np.array(wrist))
         upper_arm = self._geometry.upper_arm_m
         return (
             f'{name.split("_")[0]} arm cannot reach tip {tip.tolist()} m at waist '
@@ -216,6 +222,40 @@ def solve_arms_batch(
     Raises:
         ValueError: If a tip array does not end in 3 or the arguments do not broadcast to (N,).
     """
+    right_tips, left_tips, inputs = _broadcast_rows(
+        right_tips_m, left_tips_m, waist_rad, right_wrist_rad, left_wrist_rad
+    )
+    positions, right_reachable, left_reachable = _solve_positions(
+        geometry, limits, right_tips, left_tips, inputs
+    )
+    finite_inputs = (
+        np.isfinite(right_tips).all(axis=1)
+        & np.isfinite(left_tips).all(axis=1)
+        & np.isfinite(inputs).all(axis=1)
+    )
+    codes, joints = _failure_codes(
+        positions, limits, right_reachable, left_reachable, finite_inputs, inputs
+    )
+    no_solution = (codes == IkFailureReason.UNREACHABLE) | (codes == IkFailureReason.NOT_FINITE)
+    positions[no_solution] = np.nan
+    return IkBatchResult(
+        positions, codes == 0, codes, joints, right_tips, left_tips, inputs, geometry, limits
+    )
+
+
+def _broadcast_rows(
+    right_tips_m: ArrayLike,
+    left_tips_m: ArrayLike,
+    waist_rad: ArrayLike,
+    right_wrist_rad: ArrayLike,
+    left_wrist_rad: ArrayLike,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Right tips (N, 3), left tips (N, 3) and the given angles (N, 3: waist, right wrist, left
+    wrist) of ``solve_arms_batch``'s arguments broadcast to N rows.
+
+    Raises:
+        ValueError: If a tip array does not end in 3 or the arguments do not broadcast to (N,).
+    """
     right_tips = _as_tips(right_tips_m, 'right_tips_m')
     left_tips = _as_tips(left_tips_m, 'left_tips_m')
     angles = [
@@ -236,18 +276,24 @@ def solve_arms_batch(
     right_tips = np.broadcast_to(right_tips, (rows, 3))
     left_tips = np.broadcast_to(left_tips, (rows, 3))
     inputs = np.stack([np.broadcast_to(angle, (rows,)) for angle in angles], axis=1)
-    waist, right_wrist, left_wrist = inputs.T
+    return right_tips, left_tips, inputs
 
-    finite_inputs = (
-        np.isfinite(right_tips).all(axis=1)
-        & np.isfinite(left_tips).all(axis=1)
-        & np.isfinite(inputs).all(axis=1)
-    )
+
+def _solve_positions(
+    geometry: ArmGeometry,
+    limits: JointLimits,
+    right_tips: np.ndarray,
+    left_tips: np.ndarray,
+    inputs: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Joint positions (N, 9) in ``ARM_JOINT_NAMES`` order, solved columns shifted into their
+    range where a whole turn does that, and each arm's reachability (N,)."""
+    waist, right_wrist, left_wrist = inputs.T
     with np.errstate(invalid='ignore'):
-        right_shoulder_1, right_shoulder_2, right_elbow, right_reachable = _solve_arm(
+        right_shoulder_1, right_shoulder_2, right_elbow, right_reachable = solve_arm_chain(
             geometry, 1.0, right_tips, waist, right_wrist
         )
-        left_shoulder_1, left_shoulder_2, left_elbow, left_reachable = _solve_arm(
+        left_shoulder_1, left_shoulder_2, left_elbow, left_reachable = solve_arm_chain(
             geometry, -1.0, left_tips, waist, left_wrist
         )
     positions = np.stack(
@@ -264,12 +310,25 @@ def solve_arms_batch(
         ],
         axis=1,
     )
-    positions[:, _SOLVED_COLUMNS] = _shift_into_range(
+    positions[:, _SOLVED_COLUMNS] = shift_into_range(
         positions[:, _SOLVED_COLUMNS],
         limits.arm_lower_rad[_SOLVED_COLUMNS],
         limits.arm_upper_rad[_SOLVED_COLUMNS],
     )
+    return positions, right_reachable, left_reachable
 
+
+def _failure_codes(
+    positions: np.ndarray,
+    limits: JointLimits,
+    right_reachable: np.ndarray,
+    left_reachable: np.ndarray,
+    finite_inputs: np.ndarray,
+    inputs: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-row ``IkFailureReason`` codes (0: ok) and failing joints (``_NO_JOINT``: none); a
+    non-finite input outranks an unreachable arm, which outranks a joint limit."""
+    rows = positions.shape[0]
     outside = (positions < limits.arm_lower_rad) | (positions > limits.arm_upper_rad)
     codes = np.zeros(rows, dtype=np.int8)
     joints = np.full(rows, _NO_JOINT, dtype=np.int8)
@@ -285,65 +344,7 @@ def solve_arms_batch(
         joints[~reachable] = ARM_JOINT_NAMES.index(elbow_name)
     codes[~finite_inputs] = IkFailureReason.NOT_FINITE
     joints[~finite_inputs] = _first_non_finite_angle(inputs[~finite_inputs])
-    no_solution = (codes == IkFailureReason.UNREACHABLE) | (codes == IkFailureReason.NOT_FINITE)
-    positions[no_solution] = np.nan
-    return IkBatchResult(
-        positions, codes == 0, codes, joints, right_tips, left_tips, inputs, geometry, limits
-    )
-
-
-def _solve_arm(
-    geometry: ArmGeometry,
-    side: float,
-    tips: np.ndarray,
-    waist: np.ndarray,
-    wrist: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Solve shoulder_1, shoulder_2, elbow of one arm (side +1 right, -1 left) and reachability."""
-    shoulder_x, shoulder_y = _shoulder_xy(geometry, side, waist)
-    delta_x, delta_y = tips[:, 0] - shoulder_x, tips[:, 1] - shoulder_y
-    shoulder_1 = np.arctan2(delta_y, delta_x) - waist
-    horizontal = np.hypot(delta_x, delta_y)
-    depth = -tips[:, 2]
-    virtual_length, virtual_angle = _virtual_link(geometry, wrist)
-    upper_arm = geometry.upper_arm_m
-    cosine_term = depth**2 + horizontal**2 - upper_arm**2 - virtual_length**2
-    full_span = 4.0 * upper_arm**2 * virtual_length**2
-    discriminant = full_span - cosine_term**2
-    # A fully stretched or folded arm gives a discriminant of 0 that rounds to a hair below.
-    reachable = discriminant >= -_RELATIVE_ROUNDING * full_span
-    elbow = np.arctan2(np.sqrt(np.maximum(discriminant, 0.0)), cosine_term)
-    shoulder_2 = np.arctan2(horizontal, depth) - np.arctan2(
-        virtual_length * np.sin(elbow), upper_arm + virtual_length * np.cos(elbow)
-    )
-    return shoulder_1, shoulder_2, elbow - virtual_angle, reachable
-
-
-def _shoulder_xy(
-    geometry: ArmGeometry, side: float, waist: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    offset = side * geometry.shoulder_offset_m
-    return offset * np.cos(waist), offset * np.sin(waist)
-
-
-def _virtual_link(geometry: ArmGeometry, wrist: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Length and angle (from the forearm) of the elbow-to-tip segment for a wrist angle."""
-    along = geometry.forearm_m + geometry.stick_m * np.cos(wrist)
-    across = geometry.stick_m * np.sin(wrist)
-    return np.hypot(along, across), np.arctan2(across, along)
-
-
-def _shift_into_range(angles: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
-    """Move angles by a whole turn where that lands them inside [lower, upper].
-
-    atan2 differences live in (-3 pi, 3 pi), while e.g. left_shoulder_1 ranges over 30..180 deg, so
-    a valid pose can come out one turn off. Angles that no shift makes valid are returned wrapped
-    to (-pi, pi] for reporting.
-    """
-    inside = (angles >= lower) & (angles <= upper)
-    shifted = lower + np.mod(angles - lower, 2.0 * np.pi)
-    principal = np.pi - np.mod(np.pi - angles, 2.0 * np.pi)
-    return np.where(inside, angles, np.where(shifted <= upper, shifted, principal))
+    return codes, joints
 
 
 def _first_non_finite_angle(inputs: np.ndarray) -> np.ndarray:
