@@ -1,0 +1,225 @@
+"""In-process rclpy test of what ends or refuses a score_player goal: goals from outside the
+graph, bad goals, paths instead of play ids, a chunk the trajectory_generator refused, the
+hardware's latch, exceptions in the node; and the configuration's defaults and checks.
+
+The harness and the fake trajectory_generator are in test_score_player_support."""
+
+from __future__ import annotations
+
+import math
+import os
+
+import pytest
+
+rclpy = pytest.importorskip('rclpy')
+
+from action_msgs.msg import GoalStatus  # noqa: E402
+from std_msgs.msg import String  # noqa: E402
+from test_score_player_support import (  # noqa: E402
+    KEY,
+    NS,
+    PLAY_IDS,
+    Spliced,
+    _ns,
+    harnesses,
+    write_score,
+    write_scores,
+)
+
+from phil_control.core.score import load_play_list  # noqa: E402
+from phil_control.score_player.config import (  # noqa: E402
+    PARAMETERS,
+    SOURCE_SCORES_DIR,
+    Config,
+    default_play_list,
+)
+from phil_msgs.action import Play  # noqa: E402
+from phil_msgs.msg import Fault, HardwareStatus  # noqa: E402
+from phil_ros.graph_safety import signed_by  # noqa: E402
+from phil_ros.qos import LATCHED  # noqa: E402
+from phil_ros.testing import ros_test_context  # noqa: E402
+
+
+@pytest.fixture(scope='module')
+def context():
+    with ros_test_context() as ctx:
+        yield ctx
+
+
+@pytest.fixture(scope='module')
+def scores(tmp_path_factory):
+    return write_scores(tmp_path_factory.mktemp('scores'))
+
+
+@pytest.fixture
+def harness(context, scores):
+    with harnesses(context, scores) as make:
+        yield make
+
+
+def test_goals_from_outside_the_graph_are_refused_and_chunks_go_out_signed(harness):
+    h = harness()
+    future = h.actions['play'].send_goal_async(Play.Goal(score='tiny'))  # a random goal id
+    assert h.spin_until(future.done)
+    response = h.result(future.result())
+    assert response.status == GoalStatus.STATUS_ABORTED
+    assert 'only from the behavior planner' in response.result.reason
+    assert h.chunks == []
+    assert h.result(h.send('play', score='tiny')).result.success
+    assert h.chunks and all(signed_by(KEY, chunk) for chunk in h.chunks)
+
+
+def test_bad_goals_end_with_a_reason_and_move_nothing(harness, scores):
+    h = harness()
+    cases = [
+        ('play', {'score': 'nope'}, ["'nope'", 'tiny']),
+        ('play', {'score': '/nonexistent/score.txt'}, ['/nonexistent/score.txt', 'not a play id']),
+        ('play', {'score': 'tiny', 'speed': 3.0}, ['speed', '3.0']),
+        ('play', {'score': 'broken'}, ['broken.txt', 'line 2']),
+        ('play', {'score': 'tiny', 'start_bar': 40}, ['40']),
+        ('play', {'score': '', 'resume': True}, ['resume point']),
+        ('hit', {'instrument': 'cowbell'}, ['cowbell']),
+        ('hit', {'instrument': 'bass', 'hand': 'left'}, ['bass', 'pedal']),
+    ]
+    for action, fields, words in cases:
+        response = h.result(h.send(action, **fields))
+        assert response.status == GoalStatus.STATUS_ABORTED, fields
+        assert not response.result.success
+        assert all(word in response.result.reason for word in words), response.result.reason
+    h.spin_until(lambda: h.chunks, 0.2)
+    assert h.chunks == [] and h.hits == [] and h.audio.calls == []
+
+
+MARKER = 'outside-the-play-list-3f9c1'
+
+
+def test_a_path_is_refused_with_the_valid_ids_and_never_opened(harness, scores, tmp_path, capfd):
+    secret = tmp_path / 'secret.txt'  # a playable score outside the play list's folder
+    write_score(secret)
+    secret.write_text(f'# {MARKER}\n' + secret.read_text())
+    h = harness()
+    requests = [
+        str(secret),
+        str(scores / 'tiny.txt'),
+        'tiny.txt',
+        f'../{tmp_path.name}/secret',
+        '/etc/passwd',
+        '/proc/self/environ',
+        '../../../../etc/hostname',
+        'nope',
+    ]
+    reasons = []
+    for score in requests:
+        response = h.result(h.send('play', score=score))
+        assert response.status == GoalStatus.STATUS_ABORTED, score
+        reasons.append(response.result.reason)
+        assert all(play_id in reasons[-1] for play_id in PLAY_IDS), reasons[-1]
+        assert ('not a play id' if '/' in score else 'unknown play id') in reasons[-1]
+    h.spin_until(lambda: h.chunks, 0.2)
+    assert h.chunks == [] and h.hits == [] and h.audio.calls == []
+    logged = ''.join(capfd.readouterr())
+    assert 'secret.txt' in logged  # the refusals were logged, without the file's content
+    assert MARKER not in logged and all(MARKER not in reason for reason in reasons)
+    assert os.environ['PATH'] not in logged + ''.join(reasons)
+
+
+def test_a_refused_chunk_ends_the_play_with_the_reason_and_nothing_more_moves(harness):
+    h = harness()
+    handle = h.send('play', score='long')
+    assert h.spin_until(lambda: len(h.hits) >= 2)
+    h.rejected.publish(String(data='chunk 7: starts in the past'))
+    future = handle.get_result_async()
+    assert h.spin_until(future.done)
+    response = future.result()
+    assert response.status == GoalStatus.STATUS_ABORTED
+    assert 'refused chunk 7: starts in the past' in response.result.reason
+    h.spin_until(lambda: False, 0.5)  # chunks already in flight arrive
+    sent = len(h.chunks)
+    h.spin_until(lambda: False, 1.0)  # 10 s of play time at this clock
+    assert len(h.chunks) == sent  # no DRUM END that could not join
+    assert h.audio.calls[-1] == ('stop',)
+    assert h.result(h.send('play', score='tiny')).result.success  # the node plays on
+
+
+def test_the_hardware_latch_ends_the_play_and_no_later_hit_is_reported(harness):
+    """What the motors did not play is not a hit: after the latch nothing is reported, the
+    play ends at once with the reason and keeps a resume point."""
+    h = harness()
+    latch = h.probe.create_publisher(HardwareStatus, '/hardware/status', LATCHED)
+    handle = h.send('play', score='long')
+    assert h.spin_until(lambda: any(hit.bar >= 2 for hit in h.hits))
+    latched_ns = h.clock()
+    status = HardwareStatus(lifecycle_state='active', estop=True)
+    fault = Fault(code=Fault.CODE_ESTOP, reason='emergency stop (ESTOP word)')
+    fault.stamp.sec, fault.stamp.nanosec = divmod(latched_ns, NS)
+    status.faults = [fault]
+    latch.publish(status)
+    future = handle.get_result_async()
+    assert h.spin_until(future.done)
+    response = future.result()
+    assert response.status == GoalStatus.STATUS_ABORTED
+    assert 'the hardware latched: emergency stop' in response.result.reason
+    h.spin_until(lambda: False, 1.0)  # 10 s of play time at this clock
+    assert h.hits and max(_ns(hit.command_time) for hit in h.hits) <= latched_ns
+    assert response.result.hits_played == len(h.hits)
+    played_bars = {hit.bar for hit in h.hits}
+    assert response.result.resume_valid and response.result.resume_bar >= max(played_bars)
+    assert h.audio.calls[-1] == ('stop',)
+
+
+def test_an_exception_while_starting_aborts_the_goal_and_the_node_plays_on(harness, monkeypatch):
+    h = harness()
+
+    def broken_start(*_args, **_kwargs):
+        raise RuntimeError('generator exploded')
+
+    monkeypatch.setattr(h.node.session, 'start', broken_start)
+    response = h.result(h.send('play', score='tiny'))
+    assert response.status == GoalStatus.STATUS_ABORTED
+    assert response.result.reason == "internal error: RuntimeError: 'generator exploded'"
+    assert h.chunks == []
+    monkeypatch.undo()
+    response = h.result(h.send('play', score='tiny'))
+    assert response.status == GoalStatus.STATUS_SUCCEEDED, response.result.reason
+
+
+def test_an_exception_in_the_timer_ends_the_play_at_ready_and_the_node_plays_on(
+    harness, monkeypatch
+):
+    h = harness()
+    poll, calls = h.node.session.poll, []
+
+    def failing_poll(now_s):
+        calls.append(now_s)
+        if len(calls) == 20:  # a tick during DRUM START
+            raise RuntimeError('window exploded')
+        return poll(now_s)
+
+    monkeypatch.setattr(h.node.session, 'poll', failing_poll)
+    response = h.result(h.send('play', score='long'))
+    assert response.status == GoalStatus.STATUS_ABORTED
+    assert response.result.reason == "internal error: RuntimeError: 'window exploded'"
+    Spliced(h.chunks, _ns(h.chunks[0].trajectory.header.stamp)).assert_no_jump()  # to ready
+    assert h.audio.calls[-1] == ('stop',)
+    monkeypatch.undo()
+    # the goal ended at once; the next play can start once DRUM END has reached ready
+    assert h.spin_until(lambda: h.node.session.finished(h.node._now_s()))
+    response = h.result(h.send('play', score='tiny'))
+    assert response.status == GoalStatus.STATUS_SUCCEEDED, response.result.reason
+
+
+def test_default_play_list_is_the_workspace_one():
+    values = {name: default for name, (default, _) in PARAMETERS.items()}
+    config = Config.from_values(values)  # installed scores, else the source tree's
+    assert config.play_list in (SOURCE_SCORES_DIR / 'play_list.yaml', default_play_list())
+    assert 'rock' in load_play_list(config.play_list)
+    assert config.audio_dir == config.play_list.parent / 'audio'
+    with pytest.raises(ValueError, match='play_list'):
+        Config.from_values({**values, 'play_list': '/nonexistent.yaml'})
+    with pytest.raises(ValueError, match='poll_period_s'):
+        Config.from_values({**values, 'poll_period_s': 0.0})
+    with pytest.raises(ValueError, match='parameter motion_lead_s'):
+        Config.from_values({**values, 'motion_lead_s': 0.5})
+    with pytest.raises(ValueError, match='parameter pedal_lead_s'):
+        Config.from_values({**values, 'pedal_lead_s': math.nan})
+    assert Config.from_values({**values, 'pedal_lead_s': -0.001}).pedal_lead_s == -0.001
