@@ -1,0 +1,196 @@
+"""In-process rclpy test of the trajectory_generator node's inputs besides its goals (own
+context, SingleThreadedExecutor: no callback of the node may block): measured motor states,
+score chunks (forwarded when signed with the graph key and continuous, refused otherwise), goals
+and chunks from outside the graph, the hardware's latch.
+
+The harness and the model of the played motion are in test_trajectory_generator_support."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip('rclpy')
+
+from action_msgs.msg import GoalStatus  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+from test_trajectory_generator_support import (  # noqa: E402
+    KEY,
+    MODEL,
+    NAMES,
+    Played,
+    _ns,
+    harnesses,
+)
+
+from phil_control.conversions import TimeBase, chunk_to_msg  # noqa: E402
+from phil_control.core.motion import (  # noqa: E402
+    ChunkingConfig,
+    MotionPlanner,
+    MoveRequest,
+    PlannedMotion,
+    chunk_trajectory,
+)
+from phil_description.core.graph_key import GraphKey  # noqa: E402
+from phil_msgs.action import Move  # noqa: E402
+from phil_msgs.msg import (  # noqa: E402
+    Fault,
+    HardwareStatus,
+    MotorState,
+    MotorStates,
+    TrajectoryChunk,
+)
+from phil_msgs.srv import Trigger  # noqa: E402
+from phil_ros.graph_safety import sign_message, signed_by  # noqa: E402
+from phil_ros.qos import LATCHED  # noqa: E402
+from phil_ros.testing import ros_test_context  # noqa: E402
+
+
+@pytest.fixture(scope='module')
+def context():
+    with ros_test_context() as ctx:
+        yield ctx
+
+
+@pytest.fixture
+def harness(context):
+    with harnesses(context) as make:
+        yield make
+
+
+def _score_messages(
+    state: JointState, timebase: TimeBase, start_s: float, target: float
+) -> list[TrajectoryChunk]:
+    """Chunks a score player would send, continuing the commanded state from start_s."""
+    planner = MotionPlanner(MODEL, initial_positions_rad=np.array(state.position))
+    planned = planner.submit(MoveRequest({'right_elbow': target}, 0.4), start_s)
+    assert isinstance(planned, PlannedMotion)
+    chunks = chunk_trajectory(planned.trajectory, ChunkingConfig(0.25, 0.02))
+    return [sign_message(KEY, chunk_to_msg(chunk, timebase)) for chunk in chunks]
+
+
+def test_measured_motors_set_the_start_and_score_chunks_are_forwarded(harness):
+    h = harness()
+    measured = MODEL.poses['home'].copy()
+    motors = [
+        MotorState(joint=name, connected=True, position_rad=float(value))
+        for name, value in zip(NAMES, measured, strict=True)
+    ]
+    # A motor without feedback does not move the start.
+    motors.append(MotorState(joint=NAMES[0], connected=False, position_rad=2.5))
+    h.motor_states.publish(MotorStates(motors=motors))
+    assert h.spin_until(lambda: np.allclose(h.states[-1].position, measured))
+    timebase = TimeBase(h.now_ns())
+    messages = _score_messages(h.states[-1], timebase, 0.3, 1.3)
+    for msg in messages:
+        h.score.publish(msg)
+    assert h.spin_until(lambda: len(h.chunks) == len(messages))
+    for sent, forwarded in zip(messages, h.chunks, strict=True):
+        assert signed_by(KEY, forwarded)  # forwarded as the score player signed it
+        assert forwarded.trajectory.header.stamp == sent.trajectory.header.stamp
+        assert forwarded.sequence == sent.sequence
+        assert [list(p.positions) for p in forwarded.trajectory.points] == [
+            list(p.positions) for p in sent.trajectory.points
+        ]
+    expected = MODEL.positions({'right_elbow': 1.3}, measured)
+    assert h.spin_until(lambda: np.allclose(h.states[-1].position, expected))
+    sent = Played(messages)
+    assert sent.relative(_ns(h.states[-1].header.stamp)) == pytest.approx(sent.end_s, abs=1e-6)
+    # A chunk that does not continue the commanded state is not forwarded.
+    end_s = timebase.to_seconds(sent.entries[-1][1])
+    jump = _score_messages(h.states[-1], timebase, end_s + 0.1, 1.0)[0]
+    jump.trajectory.points[0].positions[NAMES.index('head_yaw')] += 0.05
+    count, states = len(h.chunks), len(h.states)
+    h.score.publish(sign_message(KEY, jump))
+    assert h.spin_until(lambda: h.rejected)
+    assert len(h.chunks) == count and len(h.states) == states
+    assert h.rejected[-1].data.startswith(f'chunk {jump.sequence}: discontinuous: head_yaw')
+
+
+def test_goals_and_score_chunks_from_outside_the_graph_are_refused(harness):
+    """A goal whose id is not signed with the graph key (any client but the behavior
+    planner) is aborted with the reason; an unsigned or foreign-signed chunk on ~/chunks is
+    dropped: nothing is published, and nothing is reported on ~/rejected_chunks (which would
+    end the score player's play)."""
+    h = harness(initial_positions_rad=MODEL.poses['ready'].tolist())
+    future = h.clients['move'].send_goal_async(
+        Move.Goal(joint_names=['head_yaw'], positions_rad=[0.3], duration_s=0.5)
+    )
+    assert h.spin_until(future.done)
+    response = h.result(future.result())
+    assert response.status == GoalStatus.STATUS_ABORTED
+    assert 'only from the behavior planner' in response.result.reason
+    timebase = TimeBase(h.now_ns())
+    unsigned = _score_messages(h.states[-1], timebase, 0.3, 1.3)[0]
+    unsigned.authority = ''
+    foreign = sign_message(
+        GraphKey('another graph altogether'), _score_messages(h.states[-1], timebase, 0.3, 1.3)[0]
+    )
+    h.score.publish(unsigned)
+    h.score.publish(foreign)
+    h.spin_for(0.5)
+    assert h.chunks == [] and h.rejected == []
+    assert list(h.states[-1].position) == pytest.approx(MODEL.poses['ready'])
+
+
+def test_the_hardware_latch_ends_goals_drops_queued_motion_and_the_measured_pose_follows(harness):
+    h = harness()
+    latch = h.probe.create_publisher(HardwareStatus, '/hardware/status', LATCHED)
+    h.motor_states.publish(
+        MotorStates(
+            motors=[
+                MotorState(joint=name, connected=True, position_rad=float(value))
+                for name, value in zip(NAMES, MODEL.poses['home'], strict=True)
+            ]
+        )
+    )
+    assert h.spin_until(lambda: np.allclose(h.states[-1].position, MODEL.poses['home']))
+    handle = h.send('move', joint_names=['right_elbow'], positions_rad=[1.2], duration_s=4.0)
+    assert h.spin_until(lambda: h.chunks)
+    latch.publish(
+        HardwareStatus(
+            lifecycle_state='active',
+            estop=True,
+            faults=[Fault(code=Fault.CODE_ESTOP, reason='emergency stop (ESTOP word)')],
+        )
+    )
+    response = h.result(handle)
+    assert response.status == GoalStatus.STATUS_ABORTED
+    assert 'the hardware latched: emergency stop' in response.result.reason
+    published = len(h.chunks)
+    h.spin_for(1.0)
+    assert len(h.chunks) == published  # the rest of the move was dropped
+    # A score chunk still in flight when the latch came is refused: it neither goes to the
+    # hardware nor moves the commanded state (the next motion would start where it ends).
+    held = list(h.states[-1].position)
+    late = _score_messages(h.states[-1], TimeBase(h.now_ns()), 0.3, 1.3)[0]
+    h.score.publish(late)
+    assert h.spin_until(lambda: h.rejected)
+    assert h.rejected[-1].data.startswith(
+        f'chunk {late.sequence}: the hardware is latched: emergency stop'
+    )
+    assert len(h.chunks) == published and list(h.states[-1].position) == held
+    # Where the arm stopped (measured) is the commanded state now, not the move's end.
+    stopped = MODEL.positions({'right_elbow': 0.7}, MODEL.poses['home'])
+    h.motor_states.publish(
+        MotorStates(
+            motors=[
+                MotorState(joint=name, connected=True, position_rad=float(value))
+                for name, value in zip(NAMES, stopped, strict=True)
+            ]
+        )
+    )
+    assert h.spin_until(lambda: np.allclose(h.states[-1].position, stopped))
+    refused = h.result(h.send('look', pan_rad=0.1, tilt_rad=0.1))
+    assert 'the hardware is latched' in refused.result.reason
+    # The planner's halt on the latch finds nothing to stop (no motion planned, none sent):
+    # the commanded state keeps following the measured pose.
+    future = h.halt.call_async(Trigger.Request())
+    assert h.spin_until(future.done) and future.result().accepted
+    assert len(h.chunks) == published
+    latch.publish(HardwareStatus(lifecycle_state='active'))  # RESET cleared it
+    h.spin_for(0.2)
+    moved = h.result(h.send('look', pan_rad=0.1, tilt_rad=0.1, duration_s=0.3))
+    assert moved.status == GoalStatus.STATUS_SUCCEEDED, moved.result.reason
+    played = Played(h.chunks[published:])
+    assert played.sample(played.start_s)[0] == pytest.approx(stopped)  # starts there
