@@ -277,6 +277,24 @@ def hermite_segment(
             duration, or only one of the accelerations.
     """
     duration = _positive(duration_s, 'duration_s')
+    vectors = _hermite_vectors(start_q, start_v, end_q, end_v, start_a, end_a)
+    return HermiteSegment(_hermite_coefficients(vectors, duration), duration, vectors['end_q'])
+
+
+def _hermite_vectors(
+    start_q: ArrayLike,
+    start_v: ArrayLike,
+    end_q: ArrayLike,
+    end_v: ArrayLike,
+    start_a: ArrayLike | None,
+    end_a: ArrayLike | None,
+) -> dict[str, np.ndarray]:
+    """``hermite_segment``'s state vectors by argument name (accelerations only when given),
+    checked to be finite and of start_q's shape.
+
+    Raises:
+        ValueError: As ``hermite_segment``.
+    """
     start = _joint_vector(start_q, 'start_q')
     named = {'start_v': start_v, 'end_q': end_q, 'end_v': end_v}
     if (start_a is None) != (end_a is None):
@@ -290,20 +308,29 @@ def hermite_segment(
             raise ValueError(
                 f'{name} shape {vectors[name].shape} differs from start_q shape {start.shape}'
             )
+    return vectors
+
+
+def _hermite_coefficients(vectors: dict[str, np.ndarray], duration: float) -> np.ndarray:
+    """(degree + 1, J) coefficients in normalised time (velocities scale by the duration,
+    accelerations by its square); quintic when ``vectors`` holds the accelerations."""
+    start = vectors['start_q']
     rise = vectors['end_q'] - start
     start_slope = vectors['start_v'] * duration
     end_slope = vectors['end_v'] * duration
-    if start_a is None:
-        coefficients = [
-            start,
-            start_slope,
-            3.0 * rise - 2.0 * start_slope - end_slope,
-            -2.0 * rise + start_slope + end_slope,
-        ]
-    else:
-        start_curve = vectors['start_a'] * duration**2
-        end_curve = vectors['end_a'] * duration**2
-        coefficients = [
+    if 'start_a' not in vectors:
+        return np.stack(
+            [
+                start,
+                start_slope,
+                3.0 * rise - 2.0 * start_slope - end_slope,
+                -2.0 * rise + start_slope + end_slope,
+            ]
+        )
+    start_curve = vectors['start_a'] * duration**2
+    end_curve = vectors['end_a'] * duration**2
+    return np.stack(
+        [
             start,
             start_slope,
             0.5 * start_curve,
@@ -315,7 +342,7 @@ def hermite_segment(
             -15.0 * rise + 8.0 * start_slope + 7.0 * end_slope + 1.5 * start_curve - end_curve,
             6.0 * rise - 3.0 * start_slope - 3.0 * end_slope - 0.5 * start_curve + 0.5 * end_curve,
         ]
-    return HermiteSegment(np.stack(coefficients), duration, vectors['end_q'])
+    )
 
 
 def _positive(value: float, name: str) -> float:
