@@ -9,11 +9,8 @@ from pathlib import Path
 import pytest
 
 from phil_control.core.score.parser import load_score
-from phil_control.core.score.playlist import (
-    PlayListError,
-    load_play_list,
-    load_upstream_play_list,
-)
+from phil_control.core.score.playlist import PlayListError
+from phil_control.core.score.playlist_reader import load_play_list, load_upstream_play_list
 
 UPSTREAM = Path(__file__).resolve().parents[2].parent / 'shared' / 'reference' / 'upstream'
 GEN2 = UPSTREAM / 'Phil-drum-robot@176f39a' / 'drumrobot_server'

@@ -6,7 +6,8 @@ Modules:
     limits: The physical and cost limits every score is held to, `check_score_limits`.
     parser: `parse_score`, `load_score`.
     writer: `format_score`.
-    playlist: YAML play lists (project) and upstream `play_list.json`; scores by play id only.
+    playlist: `PlayList` and its entries; scores by play id only, from the list's folder only.
+    playlist_reader: YAML play lists (project) and upstream `play_list.json`, `PlayListFile`.
     playlist_writer: `write_play_list`, a play list for a folder of score files.
     windows: Sliding look-ahead windows, sample counts with carry, playback speed.
 """
@@ -27,10 +28,8 @@ from phil_control.core.score.instruments import (
 )
 from phil_control.core.score.model import BpmChange, Score, ScoreError, ScoreEvent, Terminator
 from phil_control.core.score.parser import load_score, parse_score
-from phil_control.core.score.playlist import (
-    PlayList,
-    PlayListEntry,
-    PlayListError,
+from phil_control.core.score.playlist import PlayList, PlayListEntry, PlayListError
+from phil_control.core.score.playlist_reader import (
     PlayListFile,
     load_play_list,
     load_upstream_play_list,

@@ -1,4 +1,4 @@
-"""Writer of the project's YAML play list (the format `playlist.load_play_list` reads).
+"""Writer of the project's YAML play list (the format `playlist_reader.load_play_list` reads).
 
 Scores are played by play id only, so a set of score files is made playable by writing a play
 list beside them, e.g. a folder of generated or test scores::
