@@ -1,5 +1,7 @@
 """Reader of Phil's text score format (upstream's); `writer.format_score` writes it.
 
+This module reads the lines in order and keeps the events; `fields` parses each line's fields.
+
 Format, one item per line, fields separated by tabs or any run of whitespace:
 
 * `bpm<TAB>N` sets the tempo (beats per minute, 20..400) for the rows that follow;
@@ -32,21 +34,25 @@ error quotes at most 80 characters of the text, so it never carries a whole line
 
 from __future__ import annotations
 
-import math
-import re
 from pathlib import Path
-from typing import NamedTuple
 
-from phil_control.core.score.instruments import MAX_DRUM_ID, MIN_DRUM_ID, NO_DRUM
+from phil_control.core.score.fields import (
+    BPM_KEYWORD,
+    COMMENT_PREFIX,
+    END_KEYWORD,
+    EventRow,
+    field_label,
+    parse_bpm,
+    parse_integer,
+    parse_row,
+    velocity_problems,
+)
 from phil_control.core.score.limits import (
     MAX_BAR,
-    MAX_BPM,
     MAX_EVENT_GAP_S,
     MAX_EVENTS,
-    MAX_OFFSET_CM,
     MAX_SCORE_BYTES,
     MAX_SCORE_DURATION_S,
-    MIN_BPM,
     check_score_limits,
     quote,
 )
@@ -60,46 +66,6 @@ from phil_control.core.score.model import (
 )
 
 DEFAULT_BPM = 100.0
-MIN_EVENT_FIELDS = 8
-MAX_EVENT_FIELDS = 10
-MIN_VELOCITY = 0
-MAX_VELOCITY = 7
-METRES_PER_CENTIMETRE = 0.01
-BPM_KEYWORD = 'bpm'
-END_KEYWORD = 'end'
-COMMENT_PREFIX = '#'
-
-FIELD_NAMES = (
-    'bar',
-    'beat',
-    'right drum',
-    'left drum',
-    'right velocity',
-    'left velocity',
-    'kick',
-    'hi-hat closed',
-    'right offset',
-    'left offset',
-)
-
-# Longest integer literal converted (longer ones are out of every range).
-_MAX_INTEGER_DIGITS = 18
-_INTEGER_PATTERN = re.compile(r'[+-]?\d+')
-# Unambiguous (no nested repetition), so a long non-number is refused in linear time.
-_DECIMAL_PATTERN = re.compile(r'[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?')
-
-
-class _Row(NamedTuple):
-    bar: int
-    beat_units: float
-    right_drum: int
-    left_drum: int
-    right_velocity: int
-    left_velocity: int
-    kick: bool
-    hihat_closed: bool
-    right_offset_m: float
-    left_offset_m: float
 
 
 def load_score(
@@ -167,239 +133,138 @@ def parse_score(
             line, field and limit.
         ValueError: `start_bar` is not an integer 0..MAX_BAR.
     """
+    _check_start_bar(start_bar)
+    reading = _ScoreReading(source, start_bar, strict)
+    # Split on '\n' only (like upstream getline) so line numbers match what editors show.
+    for line_number, line in enumerate(text.split('\n'), start=1):
+        fields = line.split()
+        if not fields or fields[0].startswith(COMMENT_PREFIX):
+            continue
+        if not reading.read_line(fields, line_number):
+            break
+    score = reading.score(require_terminator)
+    check_score_limits(score)
+    return score
+
+
+def _check_start_bar(start_bar: int | None) -> None:
+    """Refuse a `start_bar` that is no integer 0..MAX_BAR."""
     if start_bar is not None and (
         isinstance(start_bar, bool)
         or not isinstance(start_bar, int)
         or not 0 <= start_bar <= MAX_BAR
     ):
         raise ValueError(f'start_bar must be an integer 0..{MAX_BAR}, got {quote(str(start_bar))}')
-    events: list[ScoreEvent] = []
-    bpm_changes: list[BpmChange] = []
-    warnings: list[str] = []
-    bpm = DEFAULT_BPM
-    last_time_s = 0.0
-    terminator = Terminator.MISSING
-    last_line_number = 0
-    # Split on '\n' only (like upstream getline) so line numbers match what editors show.
-    for line_number, line in enumerate(text.split('\n'), start=1):
-        fields = line.split()
-        if not fields or fields[0].startswith(COMMENT_PREFIX):
-            continue
-        last_line_number = line_number
+
+
+class _ScoreReading:
+    """What one parse has read so far: the events, tempo changes and warnings, the tempo and
+    time reached and how the text ended."""
+
+    def __init__(self, source: str, start_bar: int | None, strict: bool) -> None:
+        self.source = source
+        self.start_bar = start_bar
+        self.strict = strict
+        self.events: list[ScoreEvent] = []
+        self.bpm_changes: list[BpmChange] = []
+        self.warnings: list[str] = []
+        self.bpm = DEFAULT_BPM
+        self.last_time_s = 0.0
+        self.terminator = Terminator.MISSING
+        self.last_line_number = 0
+
+    def read_line(self, fields: list[str], line_number: int) -> bool:
+        """Read one line that is no comment; False when it terminates the score."""
+        self.last_line_number = line_number
         if fields[0] == END_KEYWORD:
-            terminator = Terminator.END
-            break
+            self.terminator = Terminator.END
+            return False
         if fields[0] == BPM_KEYWORD:
-            bpm = _parse_bpm(fields, source, line_number)
-            bpm_changes.append(BpmChange(line_number, bpm, len(events)))
-            continue
-        bar = _parse_integer(fields, 0, source, line_number)
+            self.bpm = parse_bpm(fields, self.source, line_number)
+            self.bpm_changes.append(BpmChange(line_number, self.bpm, len(self.events)))
+            return True
+        bar = parse_integer(fields, 0, self.source, line_number)
         if bar < 0:
-            terminator = Terminator.NEGATIVE_BAR
-            break
+            self.terminator = Terminator.NEGATIVE_BAR
+            return False
+        self._read_event_row(fields, bar, line_number)
+        return True
+
+    def _read_event_row(self, fields: list[str], bar: int, line_number: int) -> None:
+        """Check an event row; keep its event unless it lies before `start_bar`."""
+        source = self.source
         if bar > MAX_BAR:
             raise ScoreError(
                 source,
-                f'{_field_label(fields, 0)} is above the limit of {MAX_BAR}',
+                f'{field_label(fields, 0)} is above the limit of {MAX_BAR}',
                 line_number,
                 field_number=1,
             )
-        row = _parse_row(fields, bar, source, line_number)
-        gap_s = row.beat_units * REFERENCE_BPM / bpm
+        row = parse_row(fields, bar, source, line_number)
+        gap_s = row.beat_units * REFERENCE_BPM / self.bpm
         if gap_s > MAX_EVENT_GAP_S:
             raise ScoreError(
                 source,
-                f'{_field_label(fields, 1)} puts {gap_s:.4g} s after the previous row at '
-                f'{bpm:g} bpm; the limit is {MAX_EVENT_GAP_S:g} s',
+                f'{field_label(fields, 1)} puts {gap_s:.4g} s after the previous row at '
+                f'{self.bpm:g} bpm; the limit is {MAX_EVENT_GAP_S:g} s',
                 line_number,
                 2,
             )
-        for field_number, problem in _velocity_problems(row):
+        for field_number, problem in velocity_problems(row):
             error = ScoreError(source, problem, line_number, field_number)
-            if strict:
+            if self.strict:
                 raise error
-            warnings.append(str(error))
-        if start_bar is not None and row.bar < start_bar:
-            continue
+            self.warnings.append(str(error))
+        if self.start_bar is not None and row.bar < self.start_bar:
+            return
+        self._add_event(row, line_number)
+
+    def _add_event(self, row: EventRow, line_number: int) -> None:
+        """Time the row after the previous kept one and keep its event, within the limits."""
         # Same operation order as upstream, so times (and the 2.4 window test) match bit for bit.
-        time_s = row.beat_units * REFERENCE_BPM / bpm + last_time_s
-        last_time_s = time_s
+        time_s = row.beat_units * REFERENCE_BPM / self.bpm + self.last_time_s
+        self.last_time_s = time_s
         if time_s > MAX_SCORE_DURATION_S:
             raise ScoreError(
-                source,
+                self.source,
                 f'the score reaches {time_s:.1f} s here; the limit is {MAX_SCORE_DURATION_S:g} s '
                 'at speed 1.0',
                 line_number,
             )
-        if len(events) >= MAX_EVENTS:
+        if len(self.events) >= MAX_EVENTS:
             raise ScoreError(
-                source, f'more than the limit of {MAX_EVENTS} event rows', line_number
+                self.source, f'more than the limit of {MAX_EVENTS} event rows', line_number
             )
-        events.append(
+        self.events.append(
             ScoreEvent(
-                index=len(events),
+                index=len(self.events),
                 time_s=time_s,
-                bpm=bpm,
+                bpm=self.bpm,
                 line_number=line_number,
                 **row._asdict(),
             )
         )
-    if not events:
-        reason = 'no events' if start_bar is None else f'no events at or after bar {start_bar}'
-        raise ScoreError(source, reason)
-    if terminator is Terminator.MISSING and require_terminator:
-        raise ScoreError(
-            source,
-            f"missing terminator: expected an '{END_KEYWORD}' line or a negative bar number",
-            last_line_number,
-        )
-    score = Score(
-        source=source,
-        events=tuple(events),
-        bpm_changes=tuple(bpm_changes),
-        terminator=terminator,
-        start_bar=start_bar,
-        warnings=tuple(warnings),
-    )
-    check_score_limits(score)
-    return score
 
-
-def _parse_bpm(fields: list[str], source: str, line_number: int) -> float:
-    if len(fields) != 2:
-        raise ScoreError(
-            source,
-            f"a '{BPM_KEYWORD}' line needs exactly one value, found {len(fields) - 1}",
-            line_number,
-            field_number=min(len(fields) + 1, 3),
-        )
-    text = fields[1]
-    if not _DECIMAL_PATTERN.fullmatch(text):
-        raise ScoreError(source, f'bpm {quote(text)} is not a number', line_number, 2)
-    bpm = float(text)
-    if not MIN_BPM <= bpm <= MAX_BPM:
-        raise ScoreError(
-            source,
-            f'bpm {quote(text)} is outside the limits {MIN_BPM:g}..{MAX_BPM:g} bpm',
-            line_number,
-            2,
-        )
-    return bpm
-
-
-def _parse_row(fields: list[str], bar: int, source: str, line_number: int) -> _Row:
-    if not MIN_EVENT_FIELDS <= len(fields) <= MAX_EVENT_FIELDS:
-        raise ScoreError(
-            source,
-            f'an event row needs {MIN_EVENT_FIELDS} to {MAX_EVENT_FIELDS} fields, '
-            f'found {len(fields)}',
-            line_number,
-        )
-    beat_units = _parse_decimal(fields, 1, source, line_number)
-    if beat_units < 0.0:
-        raise ScoreError(
-            source, f'beat {fields[1]!r} must not be negative', line_number, field_number=2
-        )
-    drums = [
-        _parse_ranged(fields, i, MIN_DRUM_ID, MAX_DRUM_ID, source, line_number) for i in (2, 3)
-    ]
-    velocities = [
-        _parse_ranged(fields, i, MIN_VELOCITY, MAX_VELOCITY, source, line_number) for i in (4, 5)
-    ]
-    kick, hihat_closed = (_parse_ranged(fields, i, 0, 1, source, line_number) for i in (6, 7))
-    offsets_m = [
-        _parse_offset_cm(fields, i, source, line_number) * METRES_PER_CENTIMETRE
-        if i < len(fields)
-        else 0.0
-        for i in (8, 9)
-    ]
-    return _Row(
-        bar=bar,
-        beat_units=beat_units,
-        right_drum=drums[0],
-        left_drum=drums[1],
-        right_velocity=velocities[0],
-        left_velocity=velocities[1],
-        kick=kick == 1,
-        hihat_closed=hihat_closed == 1,
-        right_offset_m=offsets_m[0],
-        left_offset_m=offsets_m[1],
-    )
-
-
-def _velocity_problems(row: _Row) -> list[tuple[int, str]]:
-    """Return (1-based velocity field, description) for each drum/velocity mismatch."""
-    problems = []
-    sides = (
-        ('right', 5, row.right_drum, row.right_velocity),
-        ('left', 6, row.left_drum, row.left_velocity),
-    )
-    for side, field_number, drum, velocity in sides:
-        if drum != NO_DRUM and velocity == 0:
-            problems.append((field_number, f'{side} drum {drum} is struck with velocity 0'))
-        elif drum == NO_DRUM and velocity != 0:
-            problems.append(
-                (field_number, f'{side} velocity {velocity} is given without a {side} drum')
+    def score(self, require_terminator: bool) -> Score:
+        """The score read, once the text has ended (limits not yet checked)."""
+        if not self.events:
+            reason = (
+                'no events'
+                if self.start_bar is None
+                else f'no events at or after bar {self.start_bar}'
             )
-    return problems
-
-
-def _field_label(fields: list[str], index: int) -> str:
-    return f'{FIELD_NAMES[index]} {quote(fields[index])}'
-
-
-def _parse_integer(fields: list[str], index: int, source: str, line_number: int) -> int:
-    text = fields[index]
-    if not _INTEGER_PATTERN.fullmatch(text):
-        hint = f" (or '{BPM_KEYWORD}' / '{END_KEYWORD}')" if index == 0 else ''
-        raise ScoreError(
-            source,
-            f'{_field_label(fields, index)} is not an integer{hint}',
-            line_number,
-            index + 1,
+            raise ScoreError(self.source, reason)
+        if self.terminator is Terminator.MISSING and require_terminator:
+            raise ScoreError(
+                self.source,
+                f"missing terminator: expected an '{END_KEYWORD}' line or a negative bar number",
+                self.last_line_number,
+            )
+        return Score(
+            source=self.source,
+            events=tuple(self.events),
+            bpm_changes=tuple(self.bpm_changes),
+            terminator=self.terminator,
+            start_bar=self.start_bar,
+            warnings=tuple(self.warnings),
         )
-    if len(text.lstrip('+-')) > _MAX_INTEGER_DIGITS:
-        raise ScoreError(
-            source, f'{_field_label(fields, index)} is too large', line_number, index + 1
-        )
-    return int(text)
-
-
-def _parse_ranged(
-    fields: list[str], index: int, low: int, high: int, source: str, line_number: int
-) -> int:
-    value = _parse_integer(fields, index, source, line_number)
-    if not low <= value <= high:
-        raise ScoreError(
-            source,
-            f'{_field_label(fields, index)} is out of range {low}..{high}',
-            line_number,
-            index + 1,
-        )
-    return value
-
-
-def _parse_decimal(fields: list[str], index: int, source: str, line_number: int) -> float:
-    text = fields[index]
-    if not _DECIMAL_PATTERN.fullmatch(text):
-        raise ScoreError(
-            source, f'{_field_label(fields, index)} is not a number', line_number, index + 1
-        )
-    value = float(text)
-    if not math.isfinite(value):
-        raise ScoreError(
-            source, f'{_field_label(fields, index)} is not finite', line_number, index + 1
-        )
-    return value
-
-
-def _parse_offset_cm(fields: list[str], index: int, source: str, line_number: int) -> float:
-    value = _parse_decimal(fields, index, source, line_number)
-    if abs(value) > MAX_OFFSET_CM:
-        raise ScoreError(
-            source,
-            f'{_field_label(fields, index)} is beyond the limit of +-{MAX_OFFSET_CM:g} cm',
-            line_number,
-            index + 1,
-        )
-    return value

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from phil_control.core.score.fields import BPM_KEYWORD, END_KEYWORD, METRES_PER_CENTIMETRE
 from phil_control.core.score.model import ScoreEvent
-from phil_control.core.score.parser import BPM_KEYWORD, END_KEYWORD, METRES_PER_CENTIMETRE
 
 
 def format_score(events: Iterable[ScoreEvent], *, with_offsets: bool | None = None) -> str:
