@@ -250,51 +250,15 @@ class MotionPlanner:
         Returns:
             The commanded trajectory of the chunk over all joints, or the rejection.
         """
-        problem = check_chunk(self.table, chunk)
+        problem = check_chunk(self.table, chunk) or self._timing_problem(chunk, now_s)
         if problem is not None:
             return problem
-        tolerance = self.tolerance
-        if chunk.start_s < now_s - tolerance.time_s:
-            return Rejection(
-                RejectReason.LATE,
-                f'chunk starts at {chunk.start_s:.6f} s, '
-                f'{now_s - chunk.start_s:.6f} s in the past',
-            )
-        if not chunk.replace and chunk.start_s < self._end.time_s - tolerance.time_s:
-            return Rejection(
-                RejectReason.OVERLAP,
-                f'chunk starts at {chunk.start_s:.6f} s, before the queued motion ends at '
-                f'{self._end.time_s:.6f} s; start later or set replace',
-            )
         positions, velocities = (values[0] for values in self.sample(chunk.start_s))
-        columns = [self.joint_names.index(name) for name in chunk.joint_names]
-        for label, first, reference, limit, unit in (
-            (
-                'position',
-                chunk.positions_rad[0],
-                positions[columns],
-                tolerance.position_rad,
-                'rad',
-            ),
-            (
-                'velocity',
-                chunk.velocities_rad_s[0],
-                velocities[columns],
-                tolerance.velocity_rad_s,
-                'rad/s',
-            ),
-        ):
-            steps = np.abs(np.asarray(first, dtype=float) - reference)
-            worst = int(np.argmax(steps))
-            if steps[worst] > limit:
-                name = chunk.joint_names[worst]
-                return Rejection(
-                    RejectReason.DISCONTINUOUS,
-                    f'{name} {label} at the chunk start is {first[worst]:.6f} {unit}, the '
-                    f'commanded {label} is {reference[worst]:.6f} {unit} (tolerance {limit:g})',
-                    name,
-                )
+        problem = self._continuity_problem(chunk, positions, velocities)
+        if problem is not None:
+            return problem
         trajectory = chunk_to_trajectory(chunk, self.joint_names, positions)
+        tolerance = self.tolerance
         try:
             self._append(
                 trajectory, tolerance.position_rad, tolerance.velocity_rad_s, truncate=True
@@ -324,6 +288,50 @@ class MotionPlanner:
             return
         kept = [segment for segment in trajectory.segments if segment.end_s >= before_s]
         self._trajectory = Trajectory(trajectory.joint_names, kept) if kept else None
+
+    def _timing_problem(self, chunk: Chunk, now_s: float) -> Rejection | None:
+        """LATE when the chunk starts before ``now_s``; OVERLAP when it starts before the queued
+        motion ends and does not replace it."""
+        tolerance = self.tolerance.time_s
+        if chunk.start_s < now_s - tolerance:
+            return Rejection(
+                RejectReason.LATE,
+                f'chunk starts at {chunk.start_s:.6f} s, '
+                f'{now_s - chunk.start_s:.6f} s in the past',
+            )
+        if not chunk.replace and chunk.start_s < self._end.time_s - tolerance:
+            return Rejection(
+                RejectReason.OVERLAP,
+                f'chunk starts at {chunk.start_s:.6f} s, before the queued motion ends at '
+                f'{self._end.time_s:.6f} s; start later or set replace',
+            )
+        return None
+
+    def _continuity_problem(
+        self, chunk: Chunk, positions: np.ndarray, velocities: np.ndarray
+    ) -> Rejection | None:
+        """DISCONTINUOUS, naming the joint with the largest step, when the chunk's first point
+        is further than ``ContinuityTolerance`` from the commanded state (``positions``,
+        ``velocities``: every joint at the chunk start)."""
+        tolerance = self.tolerance
+        columns = [self.joint_names.index(name) for name in chunk.joint_names]
+        checks = (
+            ('position', chunk.positions_rad[0], positions, tolerance.position_rad, 'rad'),
+            ('velocity', chunk.velocities_rad_s[0], velocities, tolerance.velocity_rad_s, 'rad/s'),
+        )
+        for label, first, commanded, limit, unit in checks:
+            reference = commanded[columns]
+            steps = np.abs(np.asarray(first, dtype=float) - reference)
+            worst = int(np.argmax(steps))
+            if steps[worst] > limit:
+                name = chunk.joint_names[worst]
+                return Rejection(
+                    RejectReason.DISCONTINUOUS,
+                    f'{name} {label} at the chunk start is {first[worst]:.6f} {unit}, the '
+                    f'commanded {label} is {reference[worst]:.6f} {unit} (tolerance {limit:g})',
+                    name,
+                )
+        return None
 
     def _halt_from(self, positions: np.ndarray, velocities: np.ndarray, time_s: float) -> HaltPlan:
         return plan_halt(
