@@ -379,26 +379,3 @@ class Epos4Device(SimDevice):
             self.axis.apply_torque(output_nm + self._external_drive_nm(), self._load, dt_s)
         else:
             self.axis.hold(dt_s)  # homing method 37 and the unsimulated modes do not move
-
-
-def wrist_gravity_torque_nm(
-    mass_kg: float, lever_m: float, gravity_m_s2: float, arm_angles_rad: Callable[[], float]
-) -> Callable[[], float]:
-    """Return a callable giving the wrist's gravity load in joint coordinates [N m].
-
-    The stick and hand are a point mass ``mass_kg`` at ``lever_m`` from the wrist axis; with the
-    arm plane vertical, ``tau = -m g l sin(shoulder_2 + elbow + wrist)`` (checked against the
-    URDF forward kinematics).
-
-    Args:
-        mass_kg: Stick + hand mass.
-        lever_m: Distance of the mass from the wrist axis.
-        gravity_m_s2: Gravitational acceleration.
-        arm_angles_rad: Callable returning shoulder_2 + elbow + wrist joint angles [rad].
-    """
-    moment = mass_kg * gravity_m_s2 * lever_m
-
-    def torque() -> float:
-        return -moment * math.sin(arm_angles_rad())
-
-    return torque

@@ -26,7 +26,6 @@ import can
 import numpy as np
 
 from phil_description.core import RobotModel
-from phil_description.core.hardware import DynamixelParams, Epos4Params, TMotorParams
 from phil_hardware.core.clock import Clock, MonotonicClock
 from phil_hardware.core.codecs import CanFrame
 from phil_hardware.core.codecs.cia301 import SYNC_COB_ID
@@ -35,10 +34,11 @@ from phil_hardware.sim.config import SimConfig
 from phil_hardware.sim.device import SimDevice
 from phil_hardware.sim.dynamixel_bank import DynamixelBank
 from phil_hardware.sim.dynamixel_servo import DynamixelServo
-from phil_hardware.sim.epos4_device import Epos4Device, wrist_gravity_torque_nm
 from phil_hardware.sim.faults import FaultKind, InjectedFault
+from phil_hardware.sim.impact_feed import ImpactFeed
 from phil_hardware.sim.impacts import Impact, ImpactDetector
-from phil_hardware.sim.tmotor_device import TMotorDevice
+from phil_hardware.sim.joint_history import JointHistory
+from phil_hardware.sim.robot_devices import build_devices, initial_positions
 
 _LOG = logging.getLogger(__name__)
 # Frames taken from one bus per loop iteration, bounded so a flood cannot hold back every
@@ -109,37 +109,24 @@ class SimulatedRobot:
         # ~5000 datagrams/s here, which python-can alone cannot keep up with on a busy machine.
         self._transports = {name: CanTransport(name, bus) for name, bus in self._buses.items()}
         self._serial = serial_line
-        if initial_positions_rad is not None:
-            initial = np.asarray(initial_positions_rad, dtype=float)
-        elif 'init' in model.poses:
-            initial = model.poses['init']
-        else:
-            initial = np.array([joint.motor.initial_position_rad for joint in model.joints])
-        if initial.shape != (len(model.joints),):
-            raise ValueError(
-                f'initial_positions_rad must have {len(model.joints)} values, '
-                f'got shape {initial.shape}'
-            )
-        self._q = np.array(initial, dtype=float)
-        self.devices: dict[str, SimDevice] = {}
-        self._on_bus: dict[str, list[SimDevice]] = {name: [] for name in self._buses}
-        self._build_devices()
+        self._q = initial_positions(model, initial_positions_rad)
+        self.devices = build_devices(
+            model, self.config, self._q, self._buses, serial_line is not None, lambda: self._q
+        )
+        self._on_bus = {
+            name: [d for d in self.devices.values() if d.motor.bus == name] for name in self._buses
+        }
+        self._warn_status_id_clash()
         servos = [d for d in self.devices.values() if isinstance(d, DynamixelServo)]
         self.bank = DynamixelBank(servos) if serial_line is not None else None
         self._lock = threading.Lock()
         self._qd = np.zeros_like(self._q)
         self._time_s = self.clock.now()
-        self._history_t = np.full(self.config.history_capacity, np.nan)
-        self._history_q = np.zeros((self.config.history_capacity, len(self._q)))
-        self._history_count = 0
-        self._last_history_s = -np.inf
-        self._detector = (
-            ImpactDetector(model, self.config.impacts) if self.config.impacts else None
+        self._history = JointHistory(
+            self.config.history_capacity, self.config.history_period_s, len(self._q)
         )
-        self._batch_t: list[float] = []
-        self._batch_q: list[np.ndarray] = []
-        self._impacts: list[Impact] = []
-        self._impact_listeners: list[Callable[[Impact], None]] = []
+        detector = ImpactDetector(model, self.config.impacts) if self.config.impacts else None
+        self._impact_feed = ImpactFeed(detector, self.config.impact_batch_s)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._fds: dict[str, int] = {}
@@ -150,24 +137,9 @@ class SimulatedRobot:
         self.loop_errors = 0
         self._record(self._time_s)
 
-    def _build_devices(self) -> None:
+    def _warn_status_id_clash(self) -> None:
+        """Warn of buses where TMotor node 0's status id reads as NMT to the EPOS4 drives."""
         config = self.config
-        for index, joint in enumerate(self.model.joints):
-            motor, start = joint.motor, float(self._q[index])
-            seed = config.seed * 100 + index
-            if isinstance(motor, TMotorParams) and motor.bus in self._buses:
-                device: SimDevice = TMotorDevice(joint, config.tmotor, start, seed)
-            elif isinstance(motor, Epos4Params) and motor.bus in self._buses:
-                device = Epos4Device(joint, config.epos4, start, seed)
-                if motor.gravity_mass_kg > 0:
-                    device.external_torque_nm = self._wrist_gravity(joint.name, motor)
-            elif isinstance(motor, DynamixelParams) and self._serial is not None:
-                device = DynamixelServo(joint, config.dynamixel, start)
-            else:
-                continue
-            self.devices[joint.name] = device
-            if motor.bus in self._on_bus:
-                self._on_bus[motor.bus].append(device)
         if not config.tmotor.status_extended_id:
             for name, devices in self._on_bus.items():
                 has_drives = any(d.family == 'epos4' for d in devices)
@@ -179,18 +151,6 @@ class SimulatedRobot:
                         'extended status ids',
                         name,
                     )
-
-    def _wrist_gravity(self, wrist: str, motor: Epos4Params) -> Callable[[], float]:
-        side = wrist.split('_')[0]
-        indices = [
-            self.model.joint(f'{side}_{name}').index for name in ('shoulder_2', 'elbow', 'wrist')
-        ]
-        return wrist_gravity_torque_nm(
-            motor.gravity_mass_kg,
-            motor.gravity_lever_m,
-            self.config.epos4.gravity_m_s2,
-            lambda: float(sum(self._q[i] for i in indices)),
-        )
 
     # -------------------------------------------------------------------------- queries
     def device(self, joint: str) -> SimDevice:
@@ -229,20 +189,15 @@ class SimulatedRobot:
     def history(self) -> tuple[np.ndarray, np.ndarray]:
         """Recorded (t [s] shape (N,), q [rad] shape (N, joints)) in time order (copies)."""
         with self._lock:
-            capacity, count = self.config.history_capacity, self._history_count
-            if count <= capacity:
-                return self._history_t[:count].copy(), self._history_q[:count].copy()
-            order = np.roll(np.arange(capacity), -(count % capacity))
-            return self._history_t[order], self._history_q[order]
+            return self._history.samples()
 
     def impacts(self) -> list[Impact]:
         """Impacts detected so far (a copy)."""
-        with self._lock:
-            return list(self._impacts)
+        return self._impact_feed.impacts()
 
     def add_impact_listener(self, listener: Callable[[Impact], None]) -> None:
         """Call ``listener(impact)`` from the device loop for every new impact (keep it quick)."""
-        self._impact_listeners.append(listener)
+        self._impact_feed.add_listener(listener)
 
     def set_fault(
         self, joint: str, kind: FaultKind | str, value: float | None = None
@@ -269,6 +224,37 @@ class SimulatedRobot:
         # Frames act at their send time, in send order across the buses, however late this
         # loop runs: the physics between them is advanced first, so a command moves the
         # simulated joint when it was sent (as on a real bus), not when the loop got to it.
+        resolution = self.config.arrival_resolution_s
+        for at, _, name, frame, answer in self._take_arrivals(now, ready_fds):
+            if at - self._time_s > resolution:
+                self._advance_to(at)
+            transport = self._transports[name]
+            for device in self._on_bus[name]:
+                replies = device.handle(frame, at)
+                if answer:
+                    self._send(transport, replies)
+        self._advance_to(now)
+        if self.bank is not None and self._serial is not None:
+            if ready_fds is None or self._fds.get('') in ready_fds:
+                self.bank.receive(self._serial.read(), now)
+            else:
+                self.bank.receive(b'', now)
+        for name, transport in self._transports.items():
+            for device in self._on_bus[name]:
+                self._send(transport, device.poll(now))
+        if self.bank is not None and self._serial is not None:
+            reply = self.bank.poll(now)
+            if reply:
+                self._serial.write(reply)
+
+    def _take_arrivals(
+        self, now: float, ready_fds: set[int] | None
+    ) -> list[tuple[float, int, str, CanFrame, bool]]:
+        """Frames received on the ready buses, in the order they act.
+
+        Returns:
+            ``(time it acts [s], arrival order, bus name, frame, whether to answer it)``.
+        """
         arrivals: list[tuple[float, int, str, CanFrame, bool]] = []
         received: list[CanFrame] = []
         sent_at: list[float] = []
@@ -293,28 +279,7 @@ class SimulatedRobot:
                 )
                 arrivals.append((at, len(arrivals), name, frame, answer))
         arrivals.sort()
-        resolution = self.config.arrival_resolution_s
-        for at, _, name, frame, answer in arrivals:
-            if at - self._time_s > resolution:
-                self._advance_to(at)
-            transport = self._transports[name]
-            for device in self._on_bus[name]:
-                replies = device.handle(frame, at)
-                if answer:
-                    self._send(transport, replies)
-        self._advance_to(now)
-        if self.bank is not None and self._serial is not None:
-            if ready_fds is None or self._fds.get('') in ready_fds:
-                self.bank.receive(self._serial.read(), now)
-            else:
-                self.bank.receive(b'', now)
-        for name, transport in self._transports.items():
-            for device in self._on_bus[name]:
-                self._send(transport, device.poll(now))
-        if self.bank is not None and self._serial is not None:
-            reply = self.bank.poll(now)
-            if reply:
-                self._serial.write(reply)
+        return arrivals
 
     def _send(self, transport: CanTransport, frames: list[CanFrame]) -> None:
         for frame in frames:
@@ -339,30 +304,12 @@ class SimulatedRobot:
             qd[index] = axis.velocity_rad_s * motor.direction_sign
         with self._lock:
             self._q, self._qd, self._time_s = q, qd, time_s
-            if time_s - self._last_history_s >= self.config.history_period_s:
-                slot = self._history_count % self.config.history_capacity
-                self._history_t[slot], self._history_q[slot] = time_s, q
-                self._history_count += 1
-                self._last_history_s = time_s
-        if self._detector is not None:
-            self._batch_t.append(time_s)
-            self._batch_q.append(q)
-            if time_s - self._batch_t[0] >= self.config.impact_batch_s:
-                self.flush_impacts()
+            self._history.add(time_s, q)
+        self._impact_feed.add(time_s, q)
 
     def flush_impacts(self) -> list[Impact]:
         """Run detection on the samples not yet examined; return (and store) new impacts."""
-        if self._detector is None or not self._batch_t:
-            return []
-        found = self._detector.feed(np.array(self._batch_t), np.vstack(self._batch_q))
-        self._batch_t, self._batch_q = [], []
-        if found:
-            with self._lock:
-                self._impacts.extend(found)
-            for impact in found:
-                for listener in self._impact_listeners:
-                    listener(impact)
-        return found
+        return self._impact_feed.flush()
 
     def start(self) -> SimulatedRobot:
         """Run the device loop in a daemon thread until :meth:`stop`."""
