@@ -19,7 +19,8 @@ import pytest
 
 from phil_bringup.cli.main import main as phil_main
 from phil_bringup.plots import cli as plots_cli
-from phil_bringup.plots.figures import joint_groups, render_run
+from phil_bringup.plots.figures import render_run
+from phil_bringup.plots.joint_figures import joint_groups
 from phil_bringup.plots.runlog import RunLogError, load_run, write_ticks_trace
 from phil_bringup.plots.stats import (
     format_timing,
