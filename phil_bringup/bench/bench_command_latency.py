@@ -49,6 +49,50 @@ def last_wrist_target(capture: FrameCapture, end_index: int, node_id: int, gear:
     return None
 
 
+def first_motion_s(
+    capture: FrameCapture,
+    mark: int,
+    motor,
+    held: float | None,
+    resolution_rad: float,
+    until_s: float,
+) -> float | None:
+    """Send time of the first wrist target frame from ``mark`` on that leaves ``held`` by more
+    than ``resolution_rad``, waiting for it until ``until_s`` (None: none came)."""
+    first = None
+    while first is None and time.monotonic() < until_s:
+        for received_s, position in wrist_targets_after(
+            capture, mark, motor.device_id, motor.gear_ratio
+        ):
+            if held is not None and abs(position - held) > resolution_rad:
+                first = received_s
+                break
+        time.sleep(0.001)
+    return first
+
+
+def measure_latencies(
+    graph: RunningGraph, capture: FrameCapture, motor, resolution_rad: float, count: int
+) -> list[float]:
+    """``count`` wrist MOVEs, alternating between two angles: each one's latency [ms] from the
+    send to its first frame (a MOVE whose motion was not seen within 2 s has none)."""
+    latencies_ms = []
+    angles = (60.0, 80.0)
+    for index in range(count):
+        target = angles[index % 2]
+        mark = len(capture.frames)
+        held = last_wrist_target(capture, mark, motor.device_id, motor.gear_ratio)
+        sent_s = time.monotonic()
+        reply = graph.line(f'MOVE|{JOINT}|{target}|0.3')
+        if not reply.startswith('OK|'):
+            raise RuntimeError(f'MOVE refused: {reply}')
+        first = first_motion_s(capture, mark, motor, held, resolution_rad, sent_s + 2.0)
+        if first is not None:
+            latencies_ms.append((first - sent_s) * 1e3)
+        time.sleep(0.45)  # let the 0.3 s move finish before the next command
+    return latencies_ms
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--count', type=int, default=100)
@@ -59,7 +103,6 @@ def main() -> None:
     motor = default_robot_model(sim=True).joint(JOINT).motor
     # Half an encoder count: a target one count away from the held one is the motion's start.
     resolution_rad = 0.5 * epos4.counts_to_position_rad(1, motor.gear_ratio)
-    latencies_ms = []
     with tempfile.TemporaryDirectory() as folder:
         graph = RunningGraph(Path(folder), ('--composed',) if args.composed else ()).start()
         # The wrist's bus only, stamped with the bus loop's send times: this process's own
@@ -70,28 +113,7 @@ def main() -> None:
             graph.line('READY')
             graph.wait_state('IDLE', 30.0)
             time.sleep(4.0)  # START's 3 s move to home
-            angles = (60.0, 80.0)
-            for index in range(args.count):
-                target = angles[index % 2]
-                mark = len(capture.frames)
-                held = last_wrist_target(capture, mark, motor.device_id, motor.gear_ratio)
-                sent_s = time.monotonic()
-                reply = graph.line(f'MOVE|{JOINT}|{target}|0.3')
-                if not reply.startswith('OK|'):
-                    raise RuntimeError(f'MOVE refused: {reply}')
-                deadline = sent_s + 2.0
-                first = None
-                while first is None and time.monotonic() < deadline:
-                    for received_s, position in wrist_targets_after(
-                        capture, mark, motor.device_id, motor.gear_ratio
-                    ):
-                        if held is not None and abs(position - held) > resolution_rad:
-                            first = received_s
-                            break
-                    time.sleep(0.001)
-                if first is not None:
-                    latencies_ms.append((first - sent_s) * 1e3)
-                time.sleep(0.45)  # let the 0.3 s move finish before the next command
+            latencies_ms = measure_latencies(graph, capture, motor, resolution_rad, args.count)
             graph.line('QUIT')
             graph.wait_exit(60.0)
         finally:

@@ -131,7 +131,7 @@ class Flood:
         self._socket.close()
 
 
-def main() -> None:
+def parse_arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--count', type=int, default=100)
     parser.add_argument(
@@ -140,7 +140,93 @@ def main() -> None:
         help='the command path in one process (launcher): healthy and flooded only, since '
         'stopping or killing one of its nodes stops the TCP bridge with it',
     )
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def measure_stopped(
+    graph: RunningGraph,
+    view: BusLoopView,
+    count: int,
+    stoppable: tuple[str, ...],
+    conditions: list[tuple[str, dict]],
+    fault_s: dict[str, float | None],
+) -> None:
+    """Each of ``stoppable`` in turn SIGSTOPped: how soon a FAULT latches (motion path), the
+    ESTOP figures meanwhile; continued after its samples."""
+    for node in stoppable:
+        pid = graph.pid_of(node)
+        stopped_s = time.monotonic()
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            if node in MOTION_PATH:
+                words = 'hardware node is stopped' if node == 'hardware' else f'{node} is stopped'
+                fault_s[f'stopped:{node}'] = fault_latched_after(view, words, stopped_s)
+            conditions.append((f'stopped:{node}', measure_estops(graph, view, count)))
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        time.sleep(1.0)  # heartbeats are back
+
+
+def measure_killed(
+    graph: RunningGraph,
+    view: BusLoopView,
+    count: int,
+    killable: tuple[str, ...],
+    conditions: list[tuple[str, dict]],
+    fault_s: dict[str, float | None],
+) -> None:
+    """Each of ``killable`` SIGKILLed in turn: how soon a FAULT latches (motion path), then
+    the ESTOP figures with it dead."""
+    for node in killable:
+        killed_s = time.monotonic()
+        os.kill(graph.pid_of(node), signal.SIGKILL)
+        if node in MOTION_PATH:
+            fault_s[f'dead:{node}'] = fault_latched_after(view, f'{node} died', killed_s)
+        conditions.append((f'dead:{node}', measure_estops(graph, view, count)))
+
+
+def result_lines(
+    conditions: list[tuple[str, dict]], fault_s: dict[str, float | None], composed: bool
+) -> list[dict]:
+    """The ESTOP line of every condition, then the fault line of every stopped or dead node."""
+    lines = [
+        {
+            'benchmark': 'tcp_estop_to_bus_loop_latch',
+            'condition': name,
+            'composed': composed,
+            **figures,
+            'goal_p99_ms': GOAL_P99_MS,
+        }
+        for name, figures in conditions
+    ]
+    lines += [
+        {
+            'benchmark': 'node_down_to_fault_latched',
+            'condition': name,
+            'latency_ms': None if seconds is None else round(seconds * 1e3, 1),
+            'goal_ms': 500.0,
+        }
+        for name, seconds in fault_s.items()
+    ]
+    return lines
+
+
+def quit_line(graph: RunningGraph, killable: tuple[str, ...]) -> dict:
+    """QUIT the graph: how long until it exited, and its exit code."""
+    quit_s = time.monotonic()
+    graph.line('QUIT')
+    code = graph.wait_exit(60.0)
+    return {
+        'benchmark': 'quit_after_crash_to_exit',
+        'killed': list(killable),
+        'seconds': round(time.monotonic() - quit_s, 2),
+        'exit_code': code,
+        'goal_s': 15.0,
+    }
+
+
+def main() -> None:
+    args = parse_arguments()
     stoppable, killable = ((), ()) if args.composed else (STOPPABLE, KILLABLE)
     lines = []
     with tempfile.TemporaryDirectory() as folder:
@@ -156,22 +242,7 @@ def main() -> None:
                 ('healthy', measure_estops(graph, view, args.count))
             ]
             fault_s: dict[str, float | None] = {}
-            for node in stoppable:
-                pid = graph.pid_of(node)
-                stopped_s = time.monotonic()
-                os.kill(pid, signal.SIGSTOP)
-                try:
-                    if node in MOTION_PATH:
-                        words = (
-                            'hardware node is stopped'
-                            if node == 'hardware'
-                            else f'{node} is stopped'
-                        )
-                        fault_s[f'stopped:{node}'] = fault_latched_after(view, words, stopped_s)
-                    conditions.append((f'stopped:{node}', measure_estops(graph, view, args.count)))
-                finally:
-                    os.kill(pid, signal.SIGCONT)
-                time.sleep(1.0)  # heartbeats are back
+            measure_stopped(graph, view, args.count, stoppable, conditions, fault_s)
             flood = Flood(graph.tcp_port)
             try:
                 conditions.append(
@@ -179,43 +250,9 @@ def main() -> None:
                 )
             finally:
                 flood.close()
-            for node in killable:
-                killed_s = time.monotonic()
-                os.kill(graph.pid_of(node), signal.SIGKILL)
-                if node in MOTION_PATH:
-                    fault_s[f'dead:{node}'] = fault_latched_after(view, f'{node} died', killed_s)
-                conditions.append((f'dead:{node}', measure_estops(graph, view, args.count)))
-            for name, figures in conditions:
-                lines.append(
-                    {
-                        'benchmark': 'tcp_estop_to_bus_loop_latch',
-                        'condition': name,
-                        'composed': args.composed,
-                        **figures,
-                        'goal_p99_ms': GOAL_P99_MS,
-                    }
-                )
-            for name, seconds in fault_s.items():
-                lines.append(
-                    {
-                        'benchmark': 'node_down_to_fault_latched',
-                        'condition': name,
-                        'latency_ms': None if seconds is None else round(seconds * 1e3, 1),
-                        'goal_ms': 500.0,
-                    }
-                )
-            quit_s = time.monotonic()
-            graph.line('QUIT')
-            code = graph.wait_exit(60.0)
-            lines.append(
-                {
-                    'benchmark': 'quit_after_crash_to_exit',
-                    'killed': list(killable),
-                    'seconds': round(time.monotonic() - quit_s, 2),
-                    'exit_code': code,
-                    'goal_s': 15.0,
-                }
-            )
+            measure_killed(graph, view, args.count, killable, conditions, fault_s)
+            lines = result_lines(conditions, fault_s, args.composed)
+            lines.append(quit_line(graph, killable))
         finally:
             graph.stop()
     for line in lines:

@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from phil_bringup.plots import runlog
+from phil_bringup.plots.logtypes import HitLog, ImpactLog
 from phil_bringup.plots.stats import hit_timing
 from phil_bringup.testing.graph import RunningGraph
 from phil_control.core.score import load_play_list
@@ -51,7 +52,7 @@ def play(graph: RunningGraph, play_id: str, speed: float) -> str:
     return graph.brain.wait_state({'IDLE', 'FAULT', 'ESTOP'}, PLAY_TIMEOUT_S)
 
 
-def main() -> int:
+def parse_arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--scores', default='', help='comma-separated play-list ids (all)')
     parser.add_argument('--speed', type=float, default=1.0)
@@ -66,27 +67,41 @@ def main() -> int:
     parser.add_argument(
         '--composed', action='store_true', help='the command path in one process (launcher)'
     )
-    args = parser.parse_args()
-    play_list = load_play_list(default_play_list())
-    ids = [name for name in args.scores.split(',') if name] or list(play_list.entries)
-    with tempfile.TemporaryDirectory() as scratch:
-        folder = args.keep_logs or Path(scratch)
-        folder.mkdir(parents=True, exist_ok=True)
-        graph = RunningGraph(folder, ('--composed',) if args.composed else ()).start()
-        outcomes = {}
-        try:
-            graph.line('START')
-            if not graph.line('READY').startswith('OK|'):
-                raise RuntimeError('READY refused:\n' + graph.text())
-            for play_id in ids:
-                outcomes[play_id] = play(graph, play_id, args.speed)
-                print(f'[bench] {play_id}: ended in {outcomes[play_id]}', file=sys.stderr)
-            graph.line('QUIT')
-            graph.wait_exit(90.0)
-        finally:
-            graph.stop()
-        hits = runlog.load_hits(graph.log_dir / 'hits.csv')
-        impacts = runlog.load_impacts(graph.log_dir / 'impacts.jsonl')
+    return parser.parse_args()
+
+
+def play_scores(
+    folder: Path, ids: list[str], speed: float, composed: bool
+) -> tuple[dict[str, str], HitLog, ImpactLog]:
+    """Run the graph in ``folder``, play every score and QUIT; each score's final state, the
+    commanded hits and the detected impacts."""
+    graph = RunningGraph(folder, ('--composed',) if composed else ()).start()
+    outcomes = {}
+    try:
+        graph.line('START')
+        if not graph.line('READY').startswith('OK|'):
+            raise RuntimeError('READY refused:\n' + graph.text())
+        for play_id in ids:
+            outcomes[play_id] = play(graph, play_id, speed)
+            print(f'[bench] {play_id}: ended in {outcomes[play_id]}', file=sys.stderr)
+        graph.line('QUIT')
+        graph.wait_exit(90.0)
+    finally:
+        graph.stop()
+    hits = runlog.load_hits(graph.log_dir / 'hits.csv')
+    impacts = runlog.load_impacts(graph.log_dir / 'impacts.jsonl')
+    return outcomes, hits, impacts
+
+
+def report_scores(
+    ids: list[str],
+    outcomes: dict[str, str],
+    hits: HitLog,
+    impacts: ImpactLog,
+    speed: float,
+) -> tuple[list, list]:
+    """Print one line per score; the (instruments, times) of the hits and of the impacts
+    near them, per score that commanded any."""
     every_hit, every_impact = [], []
     for play_id in ids:
         mine = np.array([p == play_id for p in hits.play_id])
@@ -116,33 +131,50 @@ def main() -> int:
                 {
                     'bench': 'hit_timing',
                     'score': play_id,
-                    'speed': args.speed,
+                    'speed': speed,
                     'state': outcomes[play_id],
                     **report.in_ms(),
                 }
             ),
             flush=True,
         )
+    return every_hit, every_impact
+
+
+def report_all(every_hit: list, every_impact: list, speed: float, composed: bool) -> None:
+    """Print the line over all scores."""
+    report = hit_timing(
+        [n for names, _ in every_hit for n in names],
+        np.concatenate([t for _, t in every_hit]),
+        [n for names, _ in every_impact for n in names],
+        np.concatenate([t for _, t in every_impact]),
+    )
+    print(
+        json.dumps(
+            {
+                'bench': 'hit_timing',
+                'score': 'all',
+                'speed': speed,
+                'composed': composed,
+                'scores': len(every_hit),
+                **report.in_ms(),
+            }
+        ),
+        flush=True,
+    )
+
+
+def main() -> int:
+    args = parse_arguments()
+    play_list = load_play_list(default_play_list())
+    ids = [name for name in args.scores.split(',') if name] or list(play_list.entries)
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = args.keep_logs or Path(scratch)
+        folder.mkdir(parents=True, exist_ok=True)
+        outcomes, hits, impacts = play_scores(folder, ids, args.speed, args.composed)
+    every_hit, every_impact = report_scores(ids, outcomes, hits, impacts, args.speed)
     if every_hit:
-        report = hit_timing(
-            [n for names, _ in every_hit for n in names],
-            np.concatenate([t for _, t in every_hit]),
-            [n for names, _ in every_impact for n in names],
-            np.concatenate([t for _, t in every_impact]),
-        )
-        print(
-            json.dumps(
-                {
-                    'bench': 'hit_timing',
-                    'score': 'all',
-                    'speed': args.speed,
-                    'composed': args.composed,
-                    'scores': len(every_hit),
-                    **report.in_ms(),
-                }
-            ),
-            flush=True,
-        )
+        report_all(every_hit, every_impact, args.speed, args.composed)
     return 0 if all(state == 'IDLE' for state in outcomes.values()) else 1
 
 

@@ -62,12 +62,8 @@ def measure(name: str, action: Callable[[], object], repeat: int, **extra) -> No
     print(json.dumps(record), flush=True)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('--repeat', type=int, default=200, help='timed runs per case')
-    repeat = parser.parse_args().repeat
-
-    model = default_robot_model()
+def measure_kinematics(model, repeat: int) -> None:
+    """The IK cases: one scalar solve, a batch of 1000, one waist choice."""
     geometry, limits = arm_geometry(model), joint_limits(model)
     snare = model.kit.by_name('snare').strikes
     wrist = math.radians(10.0)
@@ -105,6 +101,9 @@ def main() -> None:
         scan_angles=1801,
     )
 
+
+def measure_planning(model, repeat: int) -> None:
+    """Planning and chunking a MOVE and a gesture; then, with ROS, one chunk's conversion."""
     config = ChunkingConfig()
     move = MoveRequest(
         {
@@ -139,6 +138,16 @@ def main() -> None:
     chunk = chunk_trajectory(planned.trajectory, config)[0]
     timebase = TimeBase(time.monotonic_ns())
     measure('chunk_to_msg', lambda: chunk_to_msg(chunk, timebase), repeat, points=26)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--repeat', type=int, default=200, help='timed runs per case')
+    repeat = parser.parse_args().repeat
+
+    model = default_robot_model()
+    measure_kinematics(model, repeat)
+    measure_planning(model, repeat)
 
 
 if __name__ == '__main__':

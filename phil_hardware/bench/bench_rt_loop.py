@@ -220,10 +220,44 @@ def run_mode(
 
 
 def measure(mode, client, sniffer, model, duration_s, can_params) -> list[dict]:
+    """Run for ``duration_s`` like the hardware node; the ``tick`` row, a ``bus`` row per bus
+    and the ``latency`` row."""
     wrist = model.joint('right_wrist')
     first = client.snapshot()
     steal_before = steal_ms()
     trace_start = first.trace_count
+    probes, work_p99, work_max = drive_like_the_node(client, wrist, duration_s)
+    time.sleep(0.3)
+    last = client.snapshot()
+    steal = steal_during(steal_before)
+    latencies = probe_latencies(sniffer, probes)
+    trace = np.array(client.trace()[trace_start:])
+    elapsed = last.time_s - first.time_s
+    rows = [
+        tick_row(
+            mode,
+            trace,
+            realtime=last.realtime,
+            duration_s=round(elapsed, 2),
+            work_p99_us=round(float(np.median(work_p99)) * 1e6, 1) if work_p99 else None,
+            work_max_us=round(work_max * 1e6, 1),
+            overruns=last.overruns - first.overruns,
+            missed_ticks=last.missed_ticks - first.missed_ticks,
+            steal_ms=steal,
+            faults=[f'{f.code.name}:{f.joint}' for f in last.faults],
+        )
+    ]
+    rows += bus_rows(mode, first, last, elapsed, can_params)
+    rows.append(latency_row(mode, len(probes), latencies))
+    return rows
+
+
+def drive_like_the_node(
+    client, wrist, duration_s: float
+) -> tuple[list[tuple[float, int]], list[float], float]:
+    """Read snapshots at 100 Hz and send a small wrist step every 0.5 s for ``duration_s``;
+    the probes (wall-clock send time, wrist counts before), the per-window work p99s and the
+    largest work time seen [s]."""
     probes: list[tuple[float, int]] = []  # (wall-clock send time, wrist counts before)
     work_p99: list[float] = []
     work_max = 0.0
@@ -246,30 +280,22 @@ def measure(mode, client, sniffer, model, duration_s, can_params) -> list[dict]:
             probes.append((time.time(), before))
             client.send_chunk(chunk)
         time.sleep(0.01)
-    time.sleep(0.3)
-    last = client.snapshot()
-    steal = steal_during(steal_before)
+    return probes, work_p99, work_max
+
+
+def probe_latencies(sniffer: Sniffer, probes: list[tuple[float, int]]) -> list[float]:
+    """Send to first frame with the new target [s], per probe seen within 0.4 s."""
     latencies = []
     for sent_wall, before in probes:
         seen = sniffer.first_change_after(sent_wall, before)
         if seen is not None and seen - sent_wall < 0.4:
             latencies.append(seen - sent_wall)
-    trace = np.array(client.trace()[trace_start:])
-    elapsed = last.time_s - first.time_s
-    rows = [
-        tick_row(
-            mode,
-            trace,
-            realtime=last.realtime,
-            duration_s=round(elapsed, 2),
-            work_p99_us=round(float(np.median(work_p99)) * 1e6, 1) if work_p99 else None,
-            work_max_us=round(work_max * 1e6, 1),
-            overruns=last.overruns - first.overruns,
-            missed_ticks=last.missed_ticks - first.missed_ticks,
-            steal_ms=steal,
-            faults=[f'{f.code.name}:{f.joint}' for f in last.faults],
-        )
-    ]
+    return latencies
+
+
+def bus_rows(mode: str, first, last, elapsed: float, can_params) -> list[dict]:
+    """Frames/s per bus between the two snapshots, and each CAN bus's share of 1 Mbit/s."""
+    rows = []
     for name in (*can_params, 'dxl'):
         before, after = first.buses[name], last.buses[name]
         frames = (
@@ -288,21 +314,22 @@ def measure(mode, client, sniffer, model, duration_s, can_params) -> list[dict]:
         if name in can_params:
             row['load_share_of_1mbit'] = round(bits / 1e6, 4)
         rows.append(row)
-    ms = np.array(latencies) * 1e3
-    rows.append(
-        {
-            'bench': 'rt_loop',
-            'metric': 'latency',
-            'mode': mode,
-            'what': 'send_chunk -> first CAN frame with its target',
-            'probes': len(probes),
-            'samples': int(ms.size),
-            'p50_ms': round(float(np.median(ms)), 3) if ms.size else None,
-            'p99_ms': round(float(np.percentile(ms, 99)), 3) if ms.size else None,
-            'max_ms': round(float(ms.max()), 3) if ms.size else None,
-        }
-    )
     return rows
+
+
+def latency_row(mode: str, probe_count: int, latencies: list[float]) -> dict:
+    ms = np.array(latencies) * 1e3
+    return {
+        'bench': 'rt_loop',
+        'metric': 'latency',
+        'mode': mode,
+        'what': 'send_chunk -> first CAN frame with its target',
+        'probes': probe_count,
+        'samples': int(ms.size),
+        'p50_ms': round(float(np.median(ms)), 3) if ms.size else None,
+        'p99_ms': round(float(np.percentile(ms, 99)), 3) if ms.size else None,
+        'max_ms': round(float(ms.max()), 3) if ms.size else None,
+    }
 
 
 def main() -> int:
