@@ -10,8 +10,9 @@ makes the last field the duration).
 Stricter than upstream (which acts on whatever `std::stod` makes of a field): numbers must be
 plain decimals (`-12.5`, `1e-3`; no `nan`, `inf`, hex or digit separators) and finite, angles
 within +/- `max_abs_angle_deg` and the joint limits when the vocabulary has them, durations in
-(0, max_duration_s], a joint at most once per MOVE, names from the vocabulary, no control
-characters. `parse_line` never raises: every problem comes back as a `ParseError`.
+(0, max_duration_s], a joint at most once per MOVE, names from the vocabulary (`command_checks`
+holds these checks of a typed command), no control characters. `parse_line` never raises: every
+problem comes back as a `ParseError`.
 """
 
 from __future__ import annotations
@@ -20,12 +21,15 @@ import math
 import re
 from dataclasses import dataclass
 
-from phil_control.core.profiles import Profile
+from phil_control.core.protocol.command_checks import (
+    ECHO_LIMIT,
+    ArgumentError,
+    argument_error,
+    check_command,
+    echo,
+)
 from phil_control.core.protocol.commands import (
-    HIT_HANDS,
-    HIT_VELOCITIES,
     QUIT_ALIAS,
-    SUPPORTED_PROTOCOL_VERSIONS,
     Command,
     Estop,
     Gesture,
@@ -47,11 +51,6 @@ from phil_control.core.protocol.commands import (
     Start,
 )
 from phil_control.core.protocol.vocabulary import ProtocolVocabulary
-from phil_control.core.score.limits import quote
-from phil_control.core.score.playlist import is_path_like
-from phil_control.core.score.windows import MAX_SPEED, MIN_SPEED
-
-PROFILE_NAMES = tuple(profile.value for profile in Profile)
 
 #: Characters trimmed from the line and from every field, as upstream.
 FIELD_WHITESPACE = ' \t\r\n'
@@ -88,7 +87,6 @@ _NO_ARGUMENT_COMMANDS = {
 }
 _NUMBER = re.compile(r'[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?', re.ASCII)
 _INTEGER = re.compile(r'[+-]?\d+', re.ASCII)
-_ECHO_LIMIT = 40
 
 
 @dataclass(frozen=True)
@@ -108,136 +106,18 @@ class ParseError:
     argument: int | None = None
 
 
-class _ArgumentError(Exception):
-    def __init__(self, argument: int | None, reason: str) -> None:
-        super().__init__(reason)
-        self.argument = argument
-        self.reason = reason
-
-
-def _echo(text: str) -> str:
-    """A field as it may appear in a reason: printable, quoted, bounded."""
-    clean = ''.join(c if c.isprintable() else '?' for c in text)
-    if len(clean) > _ECHO_LIMIT:
-        clean = clean[:_ECHO_LIMIT] + '...'
-    return repr(clean)
-
-
 def _echo_opcode(token: str) -> str:
     clean = ''.join(c for c in token if c.isascii() and c.isprintable() and c != '|')
-    return clean.upper()[:_ECHO_LIMIT]
-
-
-def _show(value: float) -> str:
-    """A number as it may appear in a reason: at most 6 significant digits."""
-    return f'{value:.6g}'
-
-
-def _argument(index: int, label: str, problem: str) -> _ArgumentError:
-    return _ArgumentError(index, f'argument {index} ({label}) {problem}')
+    return clean.upper()[:ECHO_LIMIT]
 
 
 def _number(token: str, index: int, label: str) -> float:
     if not _NUMBER.fullmatch(token):
-        raise _argument(index, label, f'{_echo(token)} is not a decimal number')
+        raise argument_error(index, label, f'{echo(token)} is not a decimal number')
     value = float(token)
     if not math.isfinite(value):
-        raise _argument(index, label, f'{_echo(token)} is not a finite number')
+        raise argument_error(index, label, f'{echo(token)} is not a finite number')
     return value
-
-
-def _check_angle(
-    angle_rad: float, joint: str | None, index: int, label: str, vocabulary: ProtocolVocabulary
-) -> None:
-    degrees = math.degrees(angle_rad)
-    if not math.isfinite(angle_rad) or abs(degrees) > vocabulary.max_abs_angle_deg:
-        raise _argument(
-            index,
-            label,
-            f'{_show(degrees)} deg is outside +/-{_show(vocabulary.max_abs_angle_deg)} deg',
-        )
-    limits = vocabulary.joint_limits_rad.get(joint) if joint is not None else None
-    if limits is not None and not limits[0] <= angle_rad <= limits[1]:
-        lower, upper = (_show(math.degrees(limit)) for limit in limits)
-        raise _argument(
-            index,
-            label,
-            f'{_show(degrees)} deg is outside the limits of {joint!r} [{lower}, {upper}] deg',
-        )
-
-
-def _check_name(name: str, valid: tuple[str, ...] | frozenset[str], index: int, kind: str) -> None:
-    if not name:
-        raise _argument(index, kind, 'is empty')
-    if name not in valid:
-        choices = ', '.join(sorted(valid) if isinstance(valid, frozenset) else valid)
-        raise _argument(index, kind, f'unknown {kind} {_echo(name)}; valid: {choices}')
-
-
-def _check(command: Command, vocabulary: ProtocolVocabulary) -> None:
-    if isinstance(command, Look):
-        pan_joint, tilt_joint = vocabulary.look_joints or (None, None)
-        _check_angle(command.pan_rad, pan_joint, 1, 'pan', vocabulary)
-        _check_angle(command.tilt_rad, tilt_joint, 2, 'tilt', vocabulary)
-    elif isinstance(command, Move):
-        if not command.targets:
-            raise _ArgumentError(None, 'MOVE needs at least one joint, angle_deg pair')
-        seen: set[str] = set()
-        for pair, (joint, angle_rad) in enumerate(command.targets):
-            _check_name(joint, vocabulary.joint_names, 2 * pair + 1, 'joint')
-            if joint in seen:
-                raise _argument(2 * pair + 1, 'joint', f'{joint!r} is given more than once')
-            seen.add(joint)
-            _check_angle(angle_rad, joint, 2 * pair + 2, f'angle of {joint!r}', vocabulary)
-        if command.profile and command.profile not in PROFILE_NAMES:
-            raise _ArgumentError(
-                None,
-                f'unknown profile {_echo(command.profile)}; valid: {", ".join(PROFILE_NAMES)}',
-            )
-        duration = command.duration_s
-        if duration is not None and not (
-            math.isfinite(duration) and 0.0 < duration <= vocabulary.max_duration_s
-        ):
-            raise _argument(
-                2 * len(command.targets) + 1,
-                'duration_s',
-                f'{_show(duration)} s is outside (0, {_show(vocabulary.max_duration_s)}] s',
-            )
-    elif isinstance(command, Gesture):
-        _check_name(command.name, vocabulary.gesture_names, 1, 'gesture')
-    elif isinstance(command, Pose):
-        _check_name(command.name, vocabulary.pose_names, 1, 'pose')
-    elif isinstance(command, Hit):
-        _check_name(command.instrument, vocabulary.instrument_names, 1, 'instrument')
-        if command.velocity not in HIT_VELOCITIES or command.hand not in HIT_HANDS:
-            raise _ArgumentError(
-                None,
-                f'velocity must be 1..7 (got {command.velocity}) and hand right, left or '
-                f'empty (got {command.hand!r})',
-            )
-    elif isinstance(command, Play):
-        if vocabulary.play_ids is not None:
-            _check_name(command.play_id, vocabulary.play_ids, 1, 'play id')
-        elif not command.play_id:
-            raise _argument(1, 'play id', 'is empty')
-        elif is_path_like(command.play_id):  # nothing is ever opened for a network command
-            raise _argument(
-                1,
-                'play id',
-                f'{quote(command.play_id)} is a path; PLAY takes a play-list id (e.g. rock)',
-            )
-    elif isinstance(command, PlayCtrlSpeed):
-        if not (math.isfinite(command.speed) and MIN_SPEED <= command.speed <= MAX_SPEED):
-            raise _argument(
-                2,
-                'factor',
-                f'{_show(command.speed)} is outside [{MIN_SPEED}, {MAX_SPEED}]',
-            )
-    elif isinstance(command, Protocol) and command.version not in SUPPORTED_PROTOCOL_VERSIONS:
-        supported = ', '.join(map(str, SUPPORTED_PROTOCOL_VERSIONS))
-        raise _argument(
-            1, 'version', f'{command.version} is not supported; supported: {supported}'
-        )
 
 
 def validate_command(command: Command, vocabulary: ProtocolVocabulary) -> ParseError | None:
@@ -248,8 +128,8 @@ def validate_command(command: Command, vocabulary: ProtocolVocabulary) -> ParseE
         the offending value has on the wire.
     """
     try:
-        _check(command, vocabulary)
-    except _ArgumentError as error:
+        check_command(command, vocabulary)
+    except ArgumentError as error:
         return ParseError(command.opcode.value, error.reason, error.argument)
     return None
 
@@ -281,7 +161,7 @@ def _build(opcode: Opcode, args: list[str]) -> Command:
     if opcode is Opcode.PLAY_CTRL:
         return _build_play_ctrl(args)
     if not _INTEGER.fullmatch(args[0]) or len(args[0]) > 9:
-        raise _argument(1, 'version', f'{_echo(args[0])} is not an integer')
+        raise argument_error(1, 'version', f'{echo(args[0])} is not an integer')
     return Protocol(int(args[0]))
 
 
@@ -290,9 +170,9 @@ def _build_play_ctrl(args: list[str]) -> Command:
         return PlayCtrlStop()
     if args[0] == 'speed':
         if len(args) < 2:
-            raise _ArgumentError(2, 'argument 2 (factor) is missing: PLAY_CTRL|speed|<factor>')
+            raise ArgumentError(2, 'argument 2 (factor) is missing: PLAY_CTRL|speed|<factor>')
         return PlayCtrlSpeed.asked(_number(args[1], 2, 'factor'))
-    raise _argument(1, 'control', f'unknown control {_echo(args[0])}; valid: stop, speed')
+    raise argument_error(1, 'control', f'unknown control {echo(args[0])}; valid: stop, speed')
 
 
 def _decode(line: str | bytes) -> str:
@@ -301,7 +181,7 @@ def _decode(line: str | bytes) -> str:
     try:
         return line.decode('utf-8')
     except UnicodeDecodeError as error:
-        raise _ArgumentError(
+        raise ArgumentError(
             None, f'line is not UTF-8 text (bad byte at offset {error.start})'
         ) from None
 
@@ -326,7 +206,7 @@ def _parse(line: str | bytes, vocabulary: ProtocolVocabulary) -> Command | Parse
     except ValueError:
         valid = ', '.join(op.value for op in Opcode)
         return ParseError(
-            _echo_opcode(fields[0]), f'unknown opcode {_echo(fields[0])}; valid: {valid}, Q'
+            _echo_opcode(fields[0]), f'unknown opcode {echo(fields[0])}; valid: {valid}, Q'
         )
     args = fields[1:]
     needed = MIN_ARGUMENTS.get(opcode, 0)
@@ -339,8 +219,8 @@ def _parse(line: str | bytes, vocabulary: ProtocolVocabulary) -> Command | Parse
         )
     try:
         command = _build(opcode, args)
-        _check(command, vocabulary)
-    except _ArgumentError as error:
+        check_command(command, vocabulary)
+    except ArgumentError as error:
         return ParseError(opcode.value, error.reason, error.argument)
     return command
 
@@ -357,7 +237,7 @@ def parse_line(line: str | bytes, vocabulary: ProtocolVocabulary) -> Command | P
     """
     try:
         return _parse(line, vocabulary)
-    except _ArgumentError as error:
+    except ArgumentError as error:
         return ParseError('', error.reason, error.argument)
     except Exception as error:  # bad input must never raise out of the parser
         return ParseError('', f'internal parser error: {type(error).__name__}')
