@@ -38,104 +38,15 @@ from phil_description.core import (
 )
 from phil_hardware.core.transport import TransportError, open_can_bus
 from phil_hardware.sim.config import SimConfig
-from phil_hardware.sim.faults import FaultKind, parse_fault_spec, parse_kind
+from phil_hardware.sim.faults import InjectedFault, parse_fault_spec, parse_kind
 from phil_hardware.sim.impacts import Impact
 from phil_hardware.sim.multicast import check_channel
 from phil_hardware.sim.pty_port import PtyPort
 from phil_hardware.sim.robot import SimulatedRobot
+from phil_hardware.sim.runner_options import build_parser
 
 _LOG = logging.getLogger('phil_hardware.sim')
 READY_LINE = 'device simulator ready'
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The command-line interface."""
-    parser = argparse.ArgumentParser(
-        prog='device_simulator',
-        description='Simulated TMotor, EPOS4 and Dynamixel devices of Phil on their buses.',
-    )
-    parser.add_argument(
-        '--urdf',
-        type=Path,
-        help='robot description (.urdf or .urdf.xacro, '
-        'expanded with sim:=true); default: the installed one',
-    )
-    parser.add_argument(
-        '--can-channel-base',
-        metavar='GROUP',
-        help='IPv6 multicast group of the first CAN bus; the others follow '
-        '(+1, +2, ...) in model order, e.g. ff11::7068:6a00',
-    )
-    parser.add_argument(
-        '--can-channel',
-        action='append',
-        default=[],
-        metavar='BUS=GROUP',
-        help='channel of one CAN bus (repeatable; overrides the base)',
-    )
-    parser.add_argument(
-        '--can-port',
-        type=int,
-        help='UDP port of the udp_multicast buses (default: python-can 43113)',
-    )
-    parser.add_argument(
-        '--dxl-port',
-        type=Path,
-        help="symlink to the Dynamixel PTY; default: the model's serial port",
-    )
-    parser.add_argument('--no-dxl', action='store_true', help='simulate no Dynamixels')
-    parser.add_argument(
-        '--status-hz',
-        type=float,
-        default=200.0,
-        help='TMotor status broadcast rate [Hz] (default 200)',
-    )
-    parser.add_argument(
-        '--status-extended-id',
-        action='store_true',
-        help='send TMotor status with the extended id node | 0x29 << 8',
-    )
-    parser.add_argument(
-        '--dxl-return-delay-us',
-        type=float,
-        default=500.0,
-        help='Dynamixel Return Delay Time [us] (default 500)',
-    )
-    parser.add_argument(
-        '--impacts-jsonl', type=Path, help='append one JSON line per detected impact to this file'
-    )
-    parser.add_argument(
-        '--fault',
-        action='append',
-        default=[],
-        metavar='JOINT:KIND[=VALUE]',
-        help='inject a fault at start (repeatable); kinds: '
-        + ', '.join(kind.value for kind in FaultKind),
-    )
-    parser.add_argument(
-        '--control-stdin', action='store_true', help='read fault/clear/faults commands from stdin'
-    )
-    parser.add_argument(
-        '--ros',
-        action='store_true',
-        help='publish /phil/sim/impacts and /phil/sim/joint_states from a separate ROS process',
-    )
-    parser.add_argument(
-        '--joint-state-hz',
-        type=float,
-        default=100.0,
-        help='rate of /phil/sim/joint_states with --ros [Hz]',
-    )
-    parser.add_argument(
-        '--nice',
-        type=int,
-        default=0,
-        metavar='N',
-        help='niceness of the simulator (e.g. -10: the devices keep up while '
-        'the ROS nodes load the machine; negative needs privileges)',
-    )
-    parser.add_argument('--log-level', default='WARNING', help='Python log level')
-    return parser
 
 
 def can_channels(model: RobotModel, base: str | None, overrides: Sequence[str]) -> dict[str, str]:
@@ -205,87 +116,27 @@ def _control_loop(robot: SimulatedRobot, stream: TextIO, out: TextIO) -> None:
 def run(args: argparse.Namespace, stop: threading.Event, out: TextIO = sys.stdout) -> int:
     """Build everything from parsed arguments, serve until ``stop`` is set, clean up."""
     try:
-        model = (
-            load_robot_model(args.urdf, xacro_args={'sim': 'true'})
-            if args.urdf
-            else default_robot_model(sim=True)
-        )
-        channels = can_channels(model, args.can_channel_base, args.can_channel)
-        for name, params in model.hardware.can_buses.items():
-            check_channel(name, params.interface, channels[name])
-        if args.can_port is not None and not 0 < args.can_port < 65536:
-            raise ValueError(f'--can-port {args.can_port} is not a UDP port')
-        faults = [parse_fault_spec(text) for text in args.fault]
-        if not args.status_hz > 0:
-            raise ValueError('--status-hz must be > 0')
-        base = SimConfig()
-        config = replace(
-            base,
-            tmotor=replace(
-                base.tmotor,
-                status_period_s=1.0 / args.status_hz,
-                status_extended_id=args.status_extended_id,
-            ),
-            dynamixel=replace(base.dynamixel, return_delay_s=args.dxl_return_delay_us * 1e-6),
-        )
+        model, channels, faults, config = _settings(args)
     except (DescriptionError, ValueError) as error:
         _emit(sys.stderr, f'device_simulator: {error}')
         return 2
     with ExitStack() as stack:
         try:
-            buses = {}
-            kwargs = {} if args.can_port is None else {'port': args.can_port}
-            for name, params in model.hardware.can_buses.items():
-                bus = open_can_bus(replace(params, channel=channels[name]), **kwargs)
-                stack.callback(bus.shutdown)
-                buses[name] = bus
-            pty = None
-            serial_buses = model.hardware.serial_buses
-            if not args.no_dxl and serial_buses:
-                link = args.dxl_port or Path(next(iter(serial_buses.values())).port)
-                pty = stack.enter_context(PtyPort(link))
+            buses = _open_can_buses(stack, model, channels, args.can_port)
+            pty = _open_dxl_pty(stack, model, args)
             robot = SimulatedRobot(model, buses, pty, config=config)
             for joint, fault in faults:
                 robot.set_fault(joint, fault.kind, fault.value)
         except (can.CanError, TransportError, OSError, KeyError, ValueError) as error:
             _emit(sys.stderr, f'device_simulator: cannot start: {error}')
             return 1
-        serves = robot.serves()
-        for name in buses:
-            served = ', '.join(serves.get(name, [])) or 'nothing'
-            interface = model.hardware.can_buses[name].interface
-            _emit(out, f'{name}: {interface} {channels[name]} serves {served}')
-        if pty is not None:
-            for name in serial_buses:
-                served = ', '.join(serves.get(name, [])) or 'nothing'
-                _emit(out, f'{name}: {pty.slave_path} (link {pty.link_path}) serves {served}')
+        _print_served(out, robot, model, channels, pty)
         if args.impacts_jsonl:
-            jsonl = stack.enter_context(args.impacts_jsonl.open('a', encoding='utf-8'))
-
-            def write_impact(impact: Impact) -> None:
-                jsonl.write(json.dumps(_impact_record(impact)) + '\n')
-                jsonl.flush()
-
-            robot.add_impact_listener(write_impact)
+            _append_impacts_to(stack, robot, args.impacts_jsonl)
         if args.ros:
-            from phil_hardware.sim.ros_bridge import RosBridge  # rclpy only when asked for
-
-            bridge = RosBridge(model.joint_names, config.impacts)
-            bridge.start()
-            stack.callback(bridge.stop)
-            robot.add_impact_listener(
-                lambda impact: bridge.publish_impact(impact, _impact_record(impact)['wall_time_s'])
-            )
-            bridge.sample_joint_states(robot, args.joint_state_hz, stop)
+            _start_ros_bridge(stack, robot, model, config, args.joint_state_hz, stop)
         if args.nice:
-            try:  # before robot.start(): its loop thread inherits the niceness
-                os.setpriority(os.PRIO_PROCESS, 0, args.nice)
-            except OSError as error:
-                _emit(
-                    sys.stderr,
-                    f'device_simulator: niceness {args.nice} refused ({error}); '
-                    'running at normal priority',
-                )
+            _set_niceness(args.nice)  # before robot.start(): its loop thread inherits it
         robot.start()
         stack.callback(robot.stop)
         if args.control_stdin:
@@ -298,6 +149,123 @@ def run(args: argparse.Namespace, stop: threading.Event, out: TextIO = sys.stdou
         _emit(out, READY_LINE)
         stop.wait()
     return 0
+
+
+def _settings(
+    args: argparse.Namespace,
+) -> tuple[RobotModel, dict[str, str], list[tuple[str, InjectedFault]], SimConfig]:
+    """The model, the CAN channels, the start faults and the configuration from the options.
+
+    Raises:
+        DescriptionError: If the robot description cannot be loaded.
+        ValueError: Naming the first invalid option.
+    """
+    model = (
+        load_robot_model(args.urdf, xacro_args={'sim': 'true'})
+        if args.urdf
+        else default_robot_model(sim=True)
+    )
+    channels = can_channels(model, args.can_channel_base, args.can_channel)
+    for name, params in model.hardware.can_buses.items():
+        check_channel(name, params.interface, channels[name])
+    if args.can_port is not None and not 0 < args.can_port < 65536:
+        raise ValueError(f'--can-port {args.can_port} is not a UDP port')
+    faults = [parse_fault_spec(text) for text in args.fault]
+    if not args.status_hz > 0:
+        raise ValueError('--status-hz must be > 0')
+    base = SimConfig()
+    config = replace(
+        base,
+        tmotor=replace(
+            base.tmotor,
+            status_period_s=1.0 / args.status_hz,
+            status_extended_id=args.status_extended_id,
+        ),
+        dynamixel=replace(base.dynamixel, return_delay_s=args.dxl_return_delay_us * 1e-6),
+    )
+    return model, channels, faults, config
+
+
+def _open_can_buses(
+    stack: ExitStack, model: RobotModel, channels: dict[str, str], port: int | None
+) -> dict[str, can.BusABC]:
+    """One bus per CAN bus of the model on its channel, shut down when ``stack`` closes."""
+    buses = {}
+    kwargs = {} if port is None else {'port': port}
+    for name, params in model.hardware.can_buses.items():
+        bus = open_can_bus(replace(params, channel=channels[name]), **kwargs)
+        stack.callback(bus.shutdown)
+        buses[name] = bus
+    return buses
+
+
+def _open_dxl_pty(stack: ExitStack, model: RobotModel, args: argparse.Namespace) -> PtyPort | None:
+    """The Dynamixel line's PTY (closed with ``stack``), or None without Dynamixels."""
+    serial_buses = model.hardware.serial_buses
+    if args.no_dxl or not serial_buses:
+        return None
+    link = args.dxl_port or Path(next(iter(serial_buses.values())).port)
+    return stack.enter_context(PtyPort(link))
+
+
+def _print_served(
+    out: TextIO,
+    robot: SimulatedRobot,
+    model: RobotModel,
+    channels: dict[str, str],
+    pty: PtyPort | None,
+) -> None:
+    """One line per bus: where it is and which devices it serves."""
+    serves = robot.serves()
+    for name, params in model.hardware.can_buses.items():
+        served = ', '.join(serves.get(name, [])) or 'nothing'
+        _emit(out, f'{name}: {params.interface} {channels[name]} serves {served}')
+    if pty is not None:
+        for name in model.hardware.serial_buses:
+            served = ', '.join(serves.get(name, [])) or 'nothing'
+            _emit(out, f'{name}: {pty.slave_path} (link {pty.link_path}) serves {served}')
+
+
+def _append_impacts_to(stack: ExitStack, robot: SimulatedRobot, path: Path) -> None:
+    """Append one JSON line per impact to ``path`` (closed with ``stack``)."""
+    jsonl = stack.enter_context(path.open('a', encoding='utf-8'))
+
+    def write_impact(impact: Impact) -> None:
+        jsonl.write(json.dumps(_impact_record(impact)) + '\n')
+        jsonl.flush()
+
+    robot.add_impact_listener(write_impact)
+
+
+def _start_ros_bridge(
+    stack: ExitStack,
+    robot: SimulatedRobot,
+    model: RobotModel,
+    config: SimConfig,
+    joint_state_hz: float,
+    stop: threading.Event,
+) -> None:
+    """Publish impacts and sampled joint states from the ROS process (stopped with ``stack``)."""
+    from phil_hardware.sim.ros_bridge import RosBridge  # rclpy only when asked for
+
+    bridge = RosBridge(model.joint_names, config.impacts)
+    bridge.start()
+    stack.callback(bridge.stop)
+    robot.add_impact_listener(
+        lambda impact: bridge.publish_impact(impact, _impact_record(impact)['wall_time_s'])
+    )
+    bridge.sample_joint_states(robot, joint_state_hz, stop)
+
+
+def _set_niceness(nice: int) -> None:
+    """Set the process's niceness; when refused, say so and run at normal priority."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, nice)
+    except OSError as error:
+        _emit(
+            sys.stderr,
+            f'device_simulator: niceness {nice} refused ({error}); running at normal priority',
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
