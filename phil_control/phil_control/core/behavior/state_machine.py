@@ -2,7 +2,9 @@
 
 Pure and ROS-free: `decide(command)` and the event inputs change the state and return a
 `Decision` whose `actions` the caller carries out in order. Not thread-safe: call it from one
-thread or under one lock.
+thread or under one lock. `StateMachine` routes each command here; the decisions of each group
+of commands are in `command_decisions`, what the machine remembers and the transitions its
+commands and events share in `transitions`.
 
 Gating (upstream Gen-2):
 
@@ -34,56 +36,22 @@ torque was lost or START had not completed.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-
-from phil_control.core.behavior.actions import (
-    Action,
-    ActivateHardware,
-    EstopHardware,
-    HaltMotion,
-    LookAt,
-    MoveJoints,
-    MoveToPose,
-    PausePlay,
-    PerformGesture,
-    ResetHardware,
-    ResumePlay,
-    SetPlaySpeed,
-    Shutdown,
-    StartPlay,
-    StopPlay,
-    StrikeInstrument,
-)
-from phil_control.core.behavior.states import (
-    LATCHED_STATES,
-    BehaviorConfig,
-    Decision,
-    MachineSnapshot,
-    RefusedCommand,
-    RobotState,
-)
+from phil_control.core.behavior.actions import EstopHardware, Shutdown
+from phil_control.core.behavior.command_decisions import CommandDecisions
+from phil_control.core.behavior.states import LATCHED_STATES, Decision, RobotState
 from phil_control.core.play.timeline import ResumePoint
-from phil_control.core.profiles import Profile
 from phil_control.core.protocol.commands import (
     MOTION_COMMANDS,
     Command,
     Estop,
-    Gesture,
     GetStatus,
-    Hit,
-    Look,
-    Move,
     Pause,
-    Play,
     PlayCtrlSpeed,
     PlayCtrlStop,
-    Pose,
     Protocol,
     Quit,
     Ready,
     Reset,
-    Resume,
     Start,
 )
 
@@ -91,53 +59,13 @@ from phil_control.core.protocol.commands import (
 NEVER_WAIT = (Estop, Quit, Reset, GetStatus, Protocol)
 
 
-class StateMachine:
+class StateMachine(CommandDecisions):
     """Command gating and state transitions of the robot (see the module docstring).
 
     Args:
         config: Pose names and motion times.
         clock: Time source, s (monotonic); stamps state changes and rejections.
     """
-
-    def __init__(
-        self, config: BehaviorConfig | None = None, clock: Callable[[], float] = time.monotonic
-    ) -> None:
-        self._config = config or BehaviorConfig()
-        self._clock = clock
-        self._state = RobotState.STANDBY
-        self._since_s = clock()
-        self._started = False
-        self._speed = 1.0
-        self._resume: ResumePoint | None = None
-        self._last_rejection: RefusedCommand | None = None
-        self._ending: str | None = None  # 'pause' or 'stop' once asked during PLAYING
-        self._shutdown_after_motion = False
-        self._quit_after_play = False  # QUIT in PLAYING: the shutdown pose once the play ends
-        self._finished = False
-        self._latched_from: RobotState | None = None
-        self._fault_reason = ''
-        self._reset_pending = False
-        self._cause_cleared = False
-
-    @property
-    def state(self) -> RobotState:
-        """Current state."""
-        return self._state
-
-    @property
-    def speed(self) -> float:
-        """Commanded playback speed factor."""
-        return self._speed
-
-    @property
-    def resume_point(self) -> ResumePoint | None:
-        """Saved resume point, if any."""
-        return self._resume
-
-    @property
-    def last_rejection(self) -> RefusedCommand | None:
-        """The last rejected command, if any."""
-        return self._last_rejection
 
     def waits(self, command: Command) -> str:
         """Why ``command`` should wait before it is decided ('' = decide it now): START is being
@@ -156,19 +84,6 @@ class StateMachine:
             asked = 'PAUSE' if self._ending == 'pause' else 'PLAY_CTRL stop'
             return f'the play is ending ({asked})'
         return ''
-
-    def snapshot(self) -> MachineSnapshot:
-        """A consistent copy of the machine's observable state."""
-        return MachineSnapshot(
-            self._state,
-            self._started,
-            self._speed,
-            self._resume,
-            self._fault_reason,
-            self._last_rejection,
-            self._since_s,
-            self._finished,
-        )
 
     # ----------------------------------------------------------------- commands
 
@@ -199,14 +114,7 @@ class StateMachine:
                 return self._reject(op, f'robot is {state}; READY is allowed only in INIT')
             return self._accept(RobotState.IDLE)
         if isinstance(command, Quit):
-            if self._state is RobotState.PLAYING:
-                self._resume = None
-                self._ending = 'stop'
-                self._quit_after_play = True
-                return self._accept(RobotState.SHUTTINGDOWN, actions=(StopPlay(),))
-            if self._state is RobotState.INIT:
-                return self._accept(RobotState.SHUTTINGDOWN, actions=(HaltMotion(), Shutdown()))
-            return self._accept(RobotState.SHUTTINGDOWN, actions=(self._shutdown_motion(),))
+            return self._decide_quit()
         if isinstance(command, Pause | PlayCtrlStop | PlayCtrlSpeed):
             return self._decide_play_control(command, op)
         if isinstance(command, MOTION_COMMANDS):
@@ -214,125 +122,6 @@ class StateMachine:
                 return self._reject(op, f'robot is {state}; motions are allowed only in IDLE')
             return self._decide_motion(command, op)
         return self._reject(op, f'robot is {state}; {op} is not handled')
-
-    def _shutdown_motion(self) -> Action:
-        """The move to the shutdown pose; `Shutdown` follows when it has finished."""
-        self._shutdown_after_motion = True
-        config = self._config
-        return MoveToPose(config.shutdown_pose, config.quit_duration_s, config.quit_profile)
-
-    def _decide_before_start(self, command: Command, op: str) -> Decision:
-        if isinstance(command, Quit):
-            return self._accept(RobotState.SHUTTINGDOWN, actions=(Shutdown(),))
-        if isinstance(command, Start):
-            if self._state is not RobotState.STANDBY:
-                return self._reject(op, f'robot is {self._state.value}; START is in progress')
-            config = self._config
-            return self._accept(
-                RobotState.INIT,
-                actions=(
-                    ActivateHardware(),
-                    MoveToPose(config.start_pose, config.start_duration_s, config.start_profile),
-                ),
-            )
-        progress = 'START is in progress' if self._state is RobotState.INIT else 'not started'
-        return self._reject(
-            op,
-            f'robot is {self._state.value} ({progress}); before the first '
-            'trajectory only START and QUIT are accepted',
-        )
-
-    def _decide_latched(self, command: Command, op: str) -> Decision:
-        if isinstance(command, Quit):
-            self._latched_from = None
-            return self._accept(RobotState.SHUTTINGDOWN, actions=(Shutdown(),))
-        if isinstance(command, Reset):
-            if self._cause_cleared:
-                return self._leave_latched(torque_on=True, actions=(ResetHardware(),))
-            self._reset_pending = True
-            return self._accept(
-                actions=(ResetHardware(),),
-                reason='waiting for the hardware to report the cause gone',
-            )
-        return self._reject(
-            op,
-            f'robot is {self._state.value} ({self._fault_reason}); only '
-            'RESET, QUIT, ESTOP and GET_STATUS are accepted',
-        )
-
-    def _decide_play_control(self, command: Command, op: str) -> Decision:
-        if self._state is not RobotState.PLAYING:
-            return self._reject(
-                op, f'robot is {self._state.value}; {op} is allowed only in PLAYING'
-            )
-        if isinstance(command, PlayCtrlSpeed):
-            self._speed = command.speed
-            note = (
-                f'speed {command.requested:g} clamped to {command.speed:.2f}'
-                if command.was_clamped
-                else ''
-            )
-            return self._accept(actions=(SetPlaySpeed(command.speed),), reason=note)
-        if isinstance(command, PlayCtrlStop):
-            self._resume = None
-            if self._ending == 'stop':
-                return self._accept(reason='stop already requested')
-            self._ending = 'stop'
-            return self._accept(actions=(StopPlay(),))
-        if self._ending == 'stop':
-            return self._reject(op, 'the play is already stopping (PLAY_CTRL stop)')
-        if self._ending == 'pause':
-            return self._accept(reason='pause already requested')
-        self._ending = 'pause'
-        return self._accept(actions=(PausePlay(),))
-
-    def _decide_motion(self, command: Command, op: str) -> Decision:
-        config = self._config
-        if isinstance(command, Look):
-            return self._accept(
-                actions=(
-                    LookAt(
-                        command.pan_rad,
-                        command.tilt_rad,
-                        config.look_duration_s,
-                        config.move_profile,
-                    ),
-                )
-            )
-        if isinstance(command, Gesture):
-            return self._accept(actions=(PerformGesture(command.name),))
-        if isinstance(command, Move):
-            duration = config.move_duration_s if command.duration_s is None else command.duration_s
-            profile = Profile(command.profile) if command.profile else config.move_profile
-            return self._accept(actions=(MoveJoints(command.targets, duration, profile),))
-        if isinstance(command, Pose):
-            action = MoveToPose(command.name, config.pose_duration_s, config.pose_profile)
-            if command.name == config.shutdown_pose:
-                self._shutdown_after_motion = True
-                return self._accept(RobotState.SHUTTINGDOWN, actions=(action,))
-            return self._accept(actions=(action,))
-        if isinstance(command, Hit):
-            return self._accept(
-                actions=(StrikeInstrument(command.instrument, command.velocity, command.hand),)
-            )
-        if isinstance(command, Play):
-            self._resume = None
-            return self._start_play(
-                StartPlay(command.play_id, command.speed, command.start_bar, command.improv)
-            )
-        if isinstance(command, Resume):
-            if self._resume is None:
-                return self._reject(
-                    op, 'robot is IDLE but no resume point is saved; PAUSE a play first'
-                )
-            point, self._resume = self._resume, None
-            return self._start_play(ResumePlay(point.play_id, point.bar))
-        return self._reject(op, f'robot is {self._state.value}; {op} is not handled')
-
-    def _start_play(self, action: StartPlay | ResumePlay) -> Decision:
-        self._speed = action.speed
-        self._ending = None
-        return self._accept(RobotState.PLAYING, actions=(action,))
 
     # ------------------------------------------------------------------- events
 
@@ -414,61 +203,3 @@ class StateMachine:
         if self._state is RobotState.SHUTTINGDOWN:
             return self._accept()
         return self._accept(RobotState.SHUTTINGDOWN)
-
-    # ------------------------------------------------------------------ helpers
-
-    def _latch(self, target: RobotState, reason: str, first: tuple[Action, ...] = ()) -> Decision:
-        self._reset_pending = False
-        self._cause_cleared = False
-        self._quit_after_play = False  # leaving the latch finishes a QUIT without motion
-        self._fault_reason = reason
-        if self._state in LATCHED_STATES:
-            new_state = (
-                RobotState.ESTOP if RobotState.ESTOP in (target, self._state) else RobotState.FAULT
-            )
-            return self._accept(new_state, actions=first)
-        actions = list(first)
-        if self._state is RobotState.PLAYING:
-            actions.append(PausePlay())
-        if self._started:
-            actions.append(HaltMotion())
-        self._latched_from = self._state
-        return self._accept(target, actions=tuple(actions))
-
-    def _leave_latched(self, torque_on: bool, actions: tuple[Action, ...] = ()) -> Decision:
-        before = self._latched_from or RobotState.STANDBY
-        self._latched_from = None
-        self._fault_reason = ''
-        self._reset_pending = False
-        self._cause_cleared = False
-        self._ending = None
-        if not torque_on:
-            self._started = False
-        if before is RobotState.SHUTTINGDOWN:
-            self._shutdown_after_motion = False
-            return self._accept(before, actions=(*actions, Shutdown()))
-        if not self._started:
-            return self._accept(RobotState.STANDBY, actions=actions)
-        if before is RobotState.PLAYING:
-            before = RobotState.IDLE
-        return self._accept(before, actions=actions)
-
-    def _set_state(self, state: RobotState) -> None:
-        if state is not self._state:
-            self._state = state
-            self._since_s = self._clock()
-
-    def _accept(
-        self, state: RobotState | None = None, actions: tuple[Action, ...] = (), reason: str = ''
-    ) -> Decision:
-        if state is not None:
-            self._set_state(state)
-        return Decision(True, reason, actions, self._state)
-
-    def _ignored(self, reason: str) -> Decision:
-        return Decision(False, reason, (), self._state)
-
-    def _reject(self, op: str, why: str) -> Decision:
-        reason = f'{op} rejected: {why}'
-        self._last_rejection = RefusedCommand(self._clock(), op, self._state, reason)
-        return Decision(False, reason, (), self._state)
