@@ -9,11 +9,13 @@ Modules:
     head_generator: Head yaw towards the right-hand drum and the beat nod.
     common: Control modes, commanded hits, `MotionError`, the cached waist choice.
     waist_path: Piecewise waist motion in a window and its repair where the IK fails.
+    window_arms: The waist plan, the IK with waist repair and the elbow ceiling of a window.
     window_motion: One window -> sampled 13-joint motion and its hits.
     transfer: DRUM START / DRUM END moves and the score-time <-> wall-time clock.
     timeline: Sources by play id, improv chaining, pause truncation, `next_score_in_folder`.
     chunk: Wall-clock chunks, scheduled hits, progress, `PlayAborted`.
     playback: One play in progress (generation, cuts, DRUM END, improv chaining).
+    status: `PlayStatus`, what a play session answers (hits, progress, score <-> wall time).
     session: `PlaySession`, what the score player node drives.
     timing: Hit-timing statistics and trajectory-sampling helpers.
 """
