@@ -30,19 +30,19 @@ from collections.abc import Callable
 from typing import Any
 
 from phil_description.core.liveness import STOPPED, process_state
-from phil_hardware.core.bus_controller import BusController, ControllerError
+from phil_hardware.core.bus_controller import BusController
 from phil_hardware.core.bus_controller.config import CycleConfig
 from phil_hardware.core.bus_controller.state import Lifecycle
+from phil_hardware.core.faults import FaultCode
 from phil_hardware.core.realtime import RealtimeReport, sleep_until
-from phil_hardware.core.safety import FaultCode
 
-from .command_wire import NO_MESSAGE, CommandReader
+from .command_wire import CommandReader
 from .config import BusLoopConfig
+from .loop_commands import LoopCommands
 from .shm import StateExchange
 from .snapshot import SnapshotWriter
 from .tick_stats import TickStats
 
-LIFECYCLE_COMMANDS = ('configure', 'activate', 'deactivate', 'shutdown')
 # Exit codes besides 0 (a 'shutdown' command): the loop stopped the motors and closed the buses
 # on its own.
 EXIT_NODE_GONE = 2
@@ -65,8 +65,9 @@ def quiet_phase(cycle: CycleConfig, every: int) -> int:
     return 0
 
 
-class BusLoop:
-    """Runs one controller at a fixed period until told to stop or the node goes away."""
+class BusLoop(LoopCommands):
+    """Runs one controller at a fixed period until told to stop or the node goes away; the
+    commands from the node are handled by :class:`~.loop_commands.LoopCommands`."""
 
     def __init__(
         self,
@@ -108,14 +109,7 @@ class BusLoop:
         self.trace_count = 0
         self.last_error = ''
         self.exit_code = 0
-        self._estop_word = estop_word
-        self._estop_seen = estop_word.count() if estop_word is not None else 0
-        self._estop_seen_s = math.nan
-        self._node_beats = exchange.node_heartbeats()
-        self._node_seen_s = clock()
-        self._node_silent = False
-        self._node_pid = os.getppid()  # the hardware node that spawned this process
-        self._ticks_since_node_check = 0
+        self._init_watches(estop_word)
         self._stopping = False
         self._terminate_requested = False
         self._resync = False
@@ -124,12 +118,27 @@ class BusLoop:
         self._publish_period = self._period * config.snapshot_every_ticks
         self._publish_phase = quiet_phase(config.controller.cycle, config.snapshot_every_ticks)
         self._trace = exchange.trace
-        self._reader = CommandReader(conn.fileno())
+        self._init_spare_time_work()
+        controller.pump_hook = self._pump
+
+    def _init_watches(self, estop_word: Any) -> None:
+        """What the ESTOP word and the node's heartbeat were last seen at: nothing new yet."""
+        self._estop_word = estop_word
+        self._estop_seen = estop_word.count() if estop_word is not None else 0
+        self._estop_seen_s = math.nan
+        self._node_beats = self.exchange.node_heartbeats()
+        self._node_seen_s = self.clock()
+        self._node_silent = False
+        self._node_pid = os.getppid()  # the hardware node that spawned this process
+        self._ticks_since_node_check = 0
+
+    def _init_spare_time_work(self) -> None:
+        """The command pipe's reader and the counters of the work done in spare time."""
+        self._reader = CommandReader(self.conn.fileno())
         self._command_wait_ticks = 0
-        self._collect_gc = config.realtime.manual_gc
+        self._collect_gc = self.config.realtime.manual_gc
         self._ticks_since_gc = 0
         self._collections = 0
-        controller.pump_hook = self._pump
 
     # -- main loop ---------------------------------------------------------------------------
 
@@ -318,95 +327,7 @@ class BusLoop:
         ):
             self.controller.enter_hold()
 
-    # -- commands ----------------------------------------------------------------------------
-
-    def _handle_commands(self) -> None:
-        reader = self._reader
-        for _ in range(self.config.commands_per_tick):
-            try:
-                message = reader.next_message()
-                if message is NO_MESSAGE:
-                    return
-            except (EOFError, OSError):
-                self._node_gone()
-                return
-            except Exception as error:  # an unpicklable message must not stop the loop
-                self._loop_error(error, self.clock())
-                continue
-            self.commands_handled += 1
-            self._dispatch(message)
-            if self._stopping:
-                return
-
-    def _dispatch(self, message: object) -> None:
-        try:
-            request_id, name, payload = message
-        except (TypeError, ValueError):
-            self.last_error = f'malformed command {message!r:.80}'
-            return
-        try:
-            ok, detail, value = self._execute(str(name), payload)
-        except ControllerError as error:
-            ok, detail, value = False, str(error), None
-        except Exception as error:  # report it to the caller, keep looping
-            ok, detail, value = False, f'{type(error).__name__}: {error}', None
-            self.last_error = detail
-        if name in LIFECYCLE_COMMANDS:
-            self._resync = True
-            self._node_seen_s = self.clock()  # the node waited for this, not silent
-            if self.after_command is not None:
-                self.after_command()
-            self.publish(self.clock())
-        self._reply(request_id, ok, detail, value)
-
-    def _execute(self, name: str, payload: object) -> tuple[bool, str, object]:
-        ctl = self.controller
-        if name == 'chunk':
-            reason = ctl.push_chunk(payload)
-            return reason is None, reason or 'queued', ctl.queue.queued
-        if name == 'configure':
-            ctl.configure(zero_origins=payload is None or bool(payload))
-            return True, f'configured; missing: {", ".join(ctl.missing) or "none"}', ctl.missing
-        if name == 'activate':
-            ctl.activate()
-            return True, 'active', None
-        if name == 'deactivate':
-            ctl.deactivate()
-            return True, 'inactive', None
-        if name == 'halt':
-            return True, 'halted', ctl.halt()
-        if name == 'estop':
-            ctl.estop(str(payload or 'emergency stop requested'))
-            return True, 'estop latched', None
-        if name == 'fault':
-            ctl.fault(str(payload or 'a node of the graph failed'))
-            return True, 'fault latched', None
-        if name == 'reset':
-            # The payload is the ESTOP word's count when the RESET was asked. An ESTOP asked
-            # before it is latched now (commands are taken before a tick's look at the word:
-            # it latched again right after the reset) and cleared with it; one asked since
-            # stays.
-            self._check_estop()
-            if payload is not None and self._estop_seen != payload:
-                reason = 'an emergency stop came after the RESET was asked'
-                return False, reason, [reason]
-            reasons = ctl.reset()
-            # The node that asks is alive: its silence counts from now again.
-            self._node_seen_s, self._node_silent = self.clock(), False
-            return not reasons, '; '.join(reasons) or 'reset', reasons
-        if name == 'shutdown':
-            ctl.shutdown()
-            self._stopping = True
-            return True, 'finalized', None
-        if name == 'ping':
-            return True, 'pong', ctl.lifecycle.value
-        return False, f'unknown command {name!r}', None
-
-    def _reply(self, request_id: object, ok: bool, detail: str, value: object) -> None:
-        try:
-            self.conn.send((request_id, ok, detail, value))
-        except (EOFError, OSError):
-            self._node_gone()
+    # -- stopping ----------------------------------------------------------------------------
 
     def request_terminate(self) -> None:
         """Stop after leaving the motors safe, at the next tick (safe in a signal handler)."""

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from phil_hardware.core.safety import Fault
+from phil_hardware.core.faults import Fault
 
 from .shm import BUS_FIELDS, LIFECYCLE_CODES, SnapshotLayout, StateExchange
 
@@ -109,84 +109,94 @@ class BusSnapshot:
         return tuple(self.realtime_report.get('can_buses', ()))
 
 
+# How decode_snapshot fills a BusSnapshot from the numbers of the shared block: per-joint tuples
+# as (snapshot field, slot, type of each value), then the scalar slots read into the field of the
+# same name. The lifecycle code, the bus counters and the JSON text are decoded on their own.
+_JOINT_TUPLES = (
+    ('positions_rad', 'position_rad', float),
+    ('velocities_rad_s', 'velocity_rad_s', float),
+    ('currents_a', 'current_a', float),
+    ('torques_mnm', 'torque_mnm', float),
+    ('temperatures_c', 'temperature_c', float),
+    ('targets_rad', 'target_rad', float),
+    ('target_velocities_rad_s', 'target_velocity_rad_s', float),
+    ('modes', 'mode', int),
+    ('statuswords', 'statusword', int),
+    ('error_codes', 'error_code', int),
+    ('connected', 'connected', bool),
+    ('present', 'present', bool),
+    ('last_feedback_s', 'last_feedback_s', float),
+    ('feedback_counts', 'feedback_count', int),
+)
+
+
+def _flag(value: float) -> bool:
+    """A flag slot (written as 0 or 1) as a bool."""
+    return bool(int(value))
+
+
+_SCALARS = (
+    ('time_s', float),
+    ('publish_count', int),
+    ('ticks', int),
+    ('realtime', _flag),
+    ('estop', _flag),
+    ('holding', _flag),
+    ('queued_chunks', int),
+    ('queue_end_s', float),
+    ('active_sequence', int),
+    ('chunks_accepted', int),
+    ('chunks_rejected', int),
+    ('chunks_superseded', int),
+    ('frames_rejected', int),
+    ('frames_unexpected', int),
+    ('frames_skipped', int),
+    ('sdo_aborts', int),
+    ('mode_switches', int),
+    ('dxl_missed_replies', int),
+    ('tick_p50_s', float),
+    ('tick_p99_s', float),
+    ('tick_max_s', float),
+    ('tick_window', int),
+    ('work_p99_s', float),
+    ('work_max_s', float),
+    ('overruns', int),
+    ('missed_ticks', int),
+    ('loop_errors', int),
+    ('commands_handled', int),
+    ('trace_count', int),
+    ('estop_seen', int),
+    ('estop_seen_s', float),
+)
+
+
 def decode_snapshot(
     layout: SnapshotLayout, joint_names: tuple[str, ...], values: np.ndarray, text: dict
 ) -> BusSnapshot:
     """Build a :class:`BusSnapshot` from a consistent copy of the shared block."""
     slots = layout.slots
-
-    def joints(name: str, kind=float) -> tuple:
-        return tuple(kind(v) for v in values[slots[name]])
-
-    def scalar(name: str) -> float:
-        return float(values[slots[name].start])
-
-    def count(name: str) -> int:
-        return int(values[slots[name].start])
-
+    fields = {name: tuple(map(kind, values[slots[slot]])) for name, slot, kind in _JOINT_TUPLES}
+    for name, kind in _SCALARS:
+        fields[name] = kind(values[slots[name].start])
     buses = {
         bus: BusCounters(*(int(values[slots[f'{bus}.{f}'].start]) for f in BUS_FIELDS))
         for bus in layout.buses
     }
-    lifecycle_code = count('lifecycle')
+    lifecycle_code = int(values[slots['lifecycle'].start])
     report = dict(text.get('realtime', {}))
     report['can_buses'] = text.get('can_buses', [])
     return BusSnapshot(
-        time_s=scalar('time_s'),
-        publish_count=count('publish_count'),
-        ticks=count('ticks'),
         lifecycle=LIFECYCLE_CODES[lifecycle_code] if 0 <= lifecycle_code < 7 else 'unknown',
-        realtime=bool(count('realtime')),
-        estop=bool(count('estop')),
-        holding=bool(count('holding')),
         joint_names=joint_names,
-        positions_rad=joints('position_rad'),
-        velocities_rad_s=joints('velocity_rad_s'),
-        currents_a=joints('current_a'),
-        torques_mnm=joints('torque_mnm'),
-        temperatures_c=joints('temperature_c'),
-        targets_rad=joints('target_rad'),
-        target_velocities_rad_s=joints('target_velocity_rad_s'),
-        modes=joints('mode', int),
-        statuswords=joints('statusword', int),
-        error_codes=joints('error_code', int),
-        connected=joints('connected', bool),
-        present=joints('present', bool),
-        last_feedback_s=joints('last_feedback_s'),
-        feedback_counts=joints('feedback_count', int),
         motor_status=tuple(text.get('motor_status', [''] * len(joint_names))),
         faults=tuple(Fault.from_dict(f) for f in text.get('faults', [])),
         missing_motors=tuple(text.get('missing', [])),
-        queued_chunks=count('queued_chunks'),
-        queue_end_s=scalar('queue_end_s'),
-        active_sequence=count('active_sequence'),
-        chunks_accepted=count('chunks_accepted'),
-        chunks_rejected=count('chunks_rejected'),
-        chunks_superseded=count('chunks_superseded'),
         last_reject_reason=str(text.get('last_reject_reason', '')),
-        frames_rejected=count('frames_rejected'),
-        frames_unexpected=count('frames_unexpected'),
-        frames_skipped=count('frames_skipped'),
-        sdo_aborts=count('sdo_aborts'),
-        mode_switches=count('mode_switches'),
-        dxl_missed_replies=count('dxl_missed_replies'),
-        tick_p50_s=scalar('tick_p50_s'),
-        tick_p99_s=scalar('tick_p99_s'),
-        tick_max_s=scalar('tick_max_s'),
-        tick_window=count('tick_window'),
-        work_p99_s=scalar('work_p99_s'),
-        work_max_s=scalar('work_max_s'),
-        overruns=count('overruns'),
-        missed_ticks=count('missed_ticks'),
-        loop_errors=count('loop_errors'),
-        commands_handled=count('commands_handled'),
-        trace_count=count('trace_count'),
-        estop_seen=count('estop_seen'),
-        estop_seen_s=scalar('estop_seen_s'),
         buses=buses,
         realtime_report=report,
         messages=tuple(text.get('messages', [])),
         last_error=str(text.get('last_error', '')),
+        **fields,
     )
 
 
@@ -270,6 +280,14 @@ class SnapshotWriter:
         }
         for name, value in scalars.items():
             values[index[name]] = value
+        self._write_bus_counters(values)
+        self._write_status_text(values, extra_text)
+        exchange.end_write()
+
+    def _write_bus_counters(self, values: np.ndarray) -> None:
+        """Each bus's traffic counters (serial: packets, replies, 10 bits per byte)."""
+        ctl = self.controller
+        index = self._index
         for bus, transport in ctl.transports.can.items():
             values[index[f'{bus}.frames_sent']] = transport.frames_sent
             values[index[f'{bus}.frames_received']] = transport.frames_received
@@ -285,10 +303,15 @@ class SnapshotWriter:
             values[index[f'{bus}.bits_received']] = transport.bytes_received * 10
             values[index[f'{bus}.send_errors']] = transport.write_errors
             values[index[f'{bus}.receive_errors']] = transport.read_errors
+
+    def _write_status_text(self, values: np.ndarray, extra_text: dict) -> None:
+        """The JSON text part, rewritten only when what it shows changed, and its version."""
+        ctl = self.controller
+        m = ctl.measured
         key = (
             len(ctl.safety.faults),
             ctl.safety.counters.faults_latched,
-            queue.rejected,
+            ctl.queue.rejected,
             len(ctl.messages),
             ctl.lifecycle,
             tuple(m.status),
@@ -298,6 +321,5 @@ class SnapshotWriter:
         if key != self._text_key:
             self._text_key = key
             self._text_version += 1
-            exchange.write_text(self.status_text(extra_text))
-        values[index['text_version']] = self._text_version
-        exchange.end_write()
+            self.exchange.write_text(self.status_text(extra_text))
+        values[self._index['text_version']] = self._text_version
