@@ -1,14 +1,13 @@
-"""Run logs and `phil plot`: the writers the nodes use, loading a run folder, the pure timing
-statistics, the figures, and the command's reporting of skipped and malformed inputs."""
+"""Run logs and `phil plot`: a synthetic run folder written with the writers the nodes use,
+those writers, loading a run folder, and the figures. The pure statistics are tested in
+test_plots_statistics, bad inputs and the command's reporting in test_plots_command; both use
+the run folder and hits defined here."""
 
 from __future__ import annotations
 
 import json
 import math
-import os
-import shutil
 import struct
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -17,18 +16,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from phil_bringup.cli.main import main as phil_main
-from phil_bringup.plots import cli as plots_cli
 from phil_bringup.plots.figures import render_run
-from phil_bringup.plots.joint_figures import joint_groups
 from phil_bringup.plots.runlog import RunLogError, load_run, write_ticks_trace
-from phil_bringup.plots.stats import (
-    format_timing,
-    hit_timing,
-    lateness_summary,
-    match_nearest,
-    tracking_stats,
-)
 from phil_control.conversions import TimeBase, chunk_to_msg
 from phil_control.core.motion import Chunk
 from phil_control.core.play.chunk import ScheduledHit
@@ -242,88 +231,6 @@ def test_trajectory_generator_logs_published_chunks(tmp_path):
     assert np.isfinite(trajectory.positions[0]).all()
 
 
-# ------------------------------------------------------------------------- pure statistics
-def test_matching_takes_the_nearest_unused_impact_within_the_window():
-    pairs = match_nearest([1.0, 1.1, 2.0, 3.0], [2.03, 1.02, 1.09, 3.2, 1.0999])
-    assert pairs == [(0, 1), (1, 4), (2, 0)]  # 3.0 missed (0.2 s away); 1.09 left over
-    assert match_nearest([0.0], [0.05]) == [(0, 0)]  # the window is inclusive
-    assert match_nearest([0.0], [-0.02, 0.02]) == [(0, 0)]  # tie: the earlier one
-    assert match_nearest([], [1.0]) == [] and match_nearest([1.0], []) == []
-    with pytest.raises(ValueError):
-        match_nearest([math.nan], [1.0])
-
-
-def test_timing_statistics_equal_hand_computed_values():
-    report = hit_timing(
-        [h[0] for h in HITS],
-        [T0 + h[2] for h in HITS],
-        [h[0] for h in HITS] + [e[0] for e in EXTRA_IMPACTS],
-        [T0 + h[2] + h[3] for h in HITS] + [T0 + e[2] for e in EXTRA_IMPACTS],
-    )
-    by_name = {timing.instrument: timing for timing in report.instruments}
-    assert list(by_name) == ['bass', 'snare', 'closed hihat', 'ride']  # HIT-table order
-    snare, bass, hihat, ride = (by_name[n] for n in ('snare', 'bass', 'closed hihat', 'ride'))
-    assert (snare.commanded, snare.detected, snare.matched, snare.missed, snare.extra) == (
-        4,
-        4,
-        4,
-        0,
-        0,
-    )
-    assert snare.stats.mean_error_s == pytest.approx(0.005)
-    assert snare.stats.p99_abs_error_s == pytest.approx(0.00794)  # 6 + 0.97 * (8 - 6) ms
-    assert snare.stats.max_abs_error_s == pytest.approx(0.008)
-    assert snare.stats.drift_s == pytest.approx(0.006)  # 8 ms/s slope over 0.75 s
-    assert bass.stats.mean_error_s == pytest.approx(-0.002 / 3)
-    assert bass.stats.p99_abs_error_s == pytest.approx(0.00298)  # 2 + 0.98 * (3 - 2) ms
-    assert bass.stats.max_abs_error_s == pytest.approx(0.003)
-    assert (hihat.matched, hihat.missed, hihat.extra) == (1, 1, 1)
-    assert hihat.errors_s == pytest.approx([0.010])
-    assert (ride.commanded, ride.detected, ride.extra) == (0, 1, 1)
-    assert math.isnan(ride.stats.mean_error_s)
-    total = report.total
-    assert (total.commanded, total.detected, total.matched, total.missed, total.extra) == (
-        9,
-        10,
-        8,
-        1,
-        2,
-    )  # the snare impact 49 s after the last hit is not counted
-    assert total.stats.mean_error_s == pytest.approx(0.0035)
-    assert total.stats.max_abs_error_s == pytest.approx(0.010)
-    data = report.as_dict()
-    assert data['instruments']['ride']['mean_error_s'] is None
-    json.dumps(data, allow_nan=False)
-    text = format_timing(report)
-    assert 'snare' in text and '+5.00' in text and '7.94' in text
-    in_ms = report.in_ms()  # the benchmarks' JSON lines
-    assert in_ms['instruments']['snare']['p99_abs_error_ms'] == 7.94
-    assert in_ms['instruments']['ride']['mean_error_ms'] is None
-    assert in_ms['all']['detected_share'] == round(8 / 9, 3) and 'mean_error_s' not in in_ms['all']
-
-
-def test_tracking_and_lateness_statistics():
-    rms, largest = tracking_stats([1.0, 2.0, math.nan, 4.0], [1.0, 1.0, 0.0, 2.0])
-    assert rms == pytest.approx(math.sqrt(5 / 3)) and largest == pytest.approx(2.0)
-    assert all(math.isnan(v) for v in tracking_stats([math.nan], [0.0]))
-    summary = lateness_summary(np.arange(1, 101) * 1e-6)
-    assert summary['count'] == 100 and summary['max_s'] == pytest.approx(100e-6)
-    assert summary['p50_s'] == pytest.approx(50.5e-6)
-    assert summary['p99_s'] == pytest.approx(99.01e-6)
-
-
-def test_joint_groups_cover_every_joint_once():
-    groups = joint_groups(NAMES)
-    assert [title for title, _, _ in groups] == [
-        'Right arm',
-        'Left arm',
-        'Waist and head',
-        'Pedals',
-    ]
-    assert sorted(i for _, indices, _ in groups for i in indices) == list(range(13))
-    assert joint_groups(('a', 'b'))[0][0] == 'Other'
-
-
 # ------------------------------------------------------------------------------------ figures
 def test_every_figure_is_a_sensible_png(rendered):
     out, outputs = rendered
@@ -394,114 +301,3 @@ def test_no_loadable_robot_model_is_an_error_not_a_guess(run_dir, monkeypatch, b
         assert caught.value.path == run_dir and caught.value.line is None
     names = tuple(NAMES)
     assert load_run(run_dir, joint_names=names).joint_names == names  # no model needed
-
-
-# ------------------------------------------------------------------------ malformed / missing
-def test_a_malformed_line_is_named_by_file_and_line(run_dir, tmp_path):
-    run = Path(shutil.copytree(run_dir, tmp_path / 'run'))
-    corrupt_line(run / 'motors.csv', 7, f'{T0:.4f},5,2,abc,0.1,0.1,0.0,0.0')
-    with pytest.raises(RunLogError, match=r"motors\.csv:7: column desired: 'abc' is not a"):
-        load_run(run)
-    corrupt_line(run / 'motors.csv', 7, f'{T0:.4f},5,2')
-    with pytest.raises(RunLogError, match=r'motors\.csv:7: expected 8 fields'):
-        load_run(run)
-    corrupt_line(run / 'impacts.jsonl', 3, '{"instrument": "snare", "time_s": "soon"}')
-    (run / 'motors.csv').unlink()
-    with pytest.raises(RunLogError, match=r'impacts\.jsonl:3: "time_s" must be a finite'):
-        load_run(run)
-
-
-def test_a_cut_off_last_line_is_dropped_with_a_warning(run_dir, tmp_path):
-    run = Path(shutil.copytree(run_dir, tmp_path / 'run'))
-    with (run / 'hits.csv').open('a') as file:
-        file.write('1002.000000,rock,2,sna')
-    with (run / 'impacts.jsonl').open('a') as file:
-        file.write('{"instrument": "sn')
-    loaded = load_run(run)
-    assert len(loaded.hits) == len(HITS) and len(loaded.impacts) == 11
-    assert len(loaded.warnings) == 2 and 'hits.csv:11: last line cut off' in loaded.warnings[0]
-
-
-def test_plot_command_reports_malformed_files_and_draws_the_rest(run_dir, tmp_path, capsys):
-    run = Path(shutil.copytree(run_dir, tmp_path / 'run'))
-    corrupt_line(run / 'motors.csv', 12, 'garbage')
-    for name in ('ticks_trace.csv', 'ticks.csv', 'impacts.jsonl'):
-        (run / name).unlink()
-    status = phil_main(['plot', str(run), '--out', str(tmp_path / 'out')])
-    captured = capsys.readouterr()
-    assert status == 1
-    assert f'{run / "motors.csv"}:12: expected 8 fields' in captured.err
-    lines = captured.out.splitlines()
-    # joints.png falls back to trajectory.csv; the rest says why it is missing.
-    assert f'wrote   {tmp_path / "out" / "joints.png"}' in lines
-    assert any(
-        line.startswith('skipped tracking_error.png: ') and 'motors.csv:12' in line
-        for line in lines
-    )
-    assert 'skipped jitter.png: no ticks_trace.csv; no ticks.csv' in lines
-    assert 'skipped hit_timing.png: no impacts.jsonl' in lines
-    assert 'skipped timing.json: no impacts.jsonl' in lines
-    png_size(tmp_path / 'out' / 'joints.png')
-
-
-def test_missing_inputs_are_skipped_with_a_reason(tmp_path, capsys):
-    run = tmp_path / 'run'
-    run.mkdir()
-    assert plots_cli.main([str(run)]) == 1  # nothing to draw
-    out = capsys.readouterr().out.splitlines()
-    assert 'skipped joints.png: no motors.csv; no trajectory.csv' in out
-    assert 'skipped hit_timing.png: no hits.csv; no impacts.jsonl' in out
-    assert not (run / 'plots').exists() or not any((run / 'plots').iterdir())
-    TickCsvLog(run / 'ticks.csv').close()  # header only
-    (run / 'hits.csv').write_text('')  # empty
-    write_ticks_trace(run / 'ticks_trace.csv', [10e-6, 12e-6, 0.0, 40e-6])
-    assert plots_cli.main([str(run)]) == 0
-    out = capsys.readouterr().out.splitlines()
-    assert f'wrote   {run / "plots" / "jitter.png"}' in out
-    assert 'skipped hit_timing.png: hits.csv has no rows; no impacts.jsonl' in out
-    png_size(run / 'plots' / 'jitter.png')
-    assert plots_cli.main([str(tmp_path / 'absent')]) == 2
-    assert 'does not exist' in capsys.readouterr().err
-
-
-def test_plot_prints_the_timing_table(run_dir, tmp_path, capsys):
-    run = tmp_path / 'run'
-    run.mkdir()
-    for name in ('hits.csv', 'impacts.jsonl'):
-        shutil.copy(run_dir / name, run / name)
-    assert plots_cli.main([str(run), '--out', str(tmp_path / 'o'), '--window-ms', '100']) == 0
-    out = capsys.readouterr().out
-    assert 'matched within 100 ms' in out
-    data = json.loads((tmp_path / 'o' / 'timing.json').read_text())
-    assert data['instruments']['closed hihat']['matched'] == 2  # 80 ms is inside 100 ms
-
-
-def test_a_log_on_the_wall_clock_is_flagged(run_dir, tmp_path):
-    run = tmp_path / 'run'
-    run.mkdir()
-    shutil.copy(run_dir / 'motors.csv', run / 'motors.csv')
-    hits = HitLog(run)
-    hits.write(
-        0,
-        [ScheduledHit(CommandedHit(1, Hand.RIGHT, 5, 0.0, 1, 0), 'rock', 0.5)],
-        TimeBase(1_700_000_000 * 10**9),
-    )  # a score player stamping ROS (system) time
-    hits.close()
-    warnings = load_run(run).warnings
-    assert len(warnings) == 1 and warnings[0].startswith('hits.csv: times look like wall-clock')
-
-
-def test_module_entry_point_runs_without_a_display(tmp_path):
-    env = {key: value for key, value in os.environ.items() if key != 'DISPLAY'}
-    env['MPLBACKEND'] = 'TkAgg'  # a GUI backend asked for: the command must still use Agg
-    write_ticks_trace(tmp_path / 'ticks_trace.csv', [10e-6, 20e-6, 30e-6])
-    result = subprocess.run(
-        [sys.executable, '-m', 'phil_bringup.plots', str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-    )
-    assert result.returncode == 0, result.stderr
-    assert f'wrote   {tmp_path / "plots" / "jitter.png"}' in result.stdout.splitlines()
-    png_size(tmp_path / 'plots' / 'jitter.png')
