@@ -19,7 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from phil_bringup.testing.graph import RunningGraph, cpu_seconds
+from phil_bringup.testing.graph import RunningGraph
+from phil_hardware.core.cpu_load import cpu_seconds
 
 
 def with_children(pid: int) -> list[int]:

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from phil_bringup.testing.graph import RunningGraph, cpu_seconds, wait_until
+from phil_bringup.testing.graph import RunningGraph, wait_until
+from phil_hardware.core.cpu_load import cpu_seconds
 
 pytest.importorskip('rclpy')
 

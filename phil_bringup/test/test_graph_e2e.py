@@ -16,7 +16,8 @@ import pytest
 from phil_bringup.plots import runlog
 from phil_bringup.plots.cli import plot_run
 from phil_bringup.plots.stats import hit_timing
-from phil_bringup.testing.graph import FrameCapture, RunningGraph, cpu_seconds, wait_until
+from phil_bringup.testing.graph import FrameCapture, RunningGraph, wait_until
+from phil_hardware.core.cpu_load import cpu_seconds
 
 pytest.importorskip('rclpy')
 

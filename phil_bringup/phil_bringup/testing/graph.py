@@ -288,12 +288,6 @@ def _stat_fields(pid: int) -> list[str]:
         return stat.read().rpartition(')')[2].split()
 
 
-def cpu_seconds(pid: int) -> float:
-    """CPU time (user + system) a live process has used so far, s (Linux /proc)."""
-    fields = _stat_fields(pid)
-    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
-
-
 def niceness_of(pid: int) -> int:
     """A live process's niceness (Linux /proc)."""
     return int(_stat_fields(pid)[16])
