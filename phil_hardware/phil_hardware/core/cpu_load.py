@@ -14,24 +14,24 @@ import sys
 
 class CpuHog:
     """``count`` busy-looping processes at normal priority while the context is open
-    (``count`` 0: none)."""
+    (``count`` 0: none); ``processes`` while it is open."""
 
     def __init__(self, count: int) -> None:
         self.count = count
-        self._processes: list[subprocess.Popen] = []
+        self.processes: list[subprocess.Popen] = []
 
     def __enter__(self) -> CpuHog:
-        self._processes = [
+        self.processes = [
             subprocess.Popen([sys.executable, '-c', 'while True: pass'])
             for _ in range(self.count)
         ]
         return self
 
     def __exit__(self, *exc_info) -> None:
-        for process in self._processes:
+        for process in self.processes:
             process.kill()
             process.wait()
-        self._processes = []
+        self.processes = []
 
 
 def cpu_seconds(pid: int) -> float:
