@@ -1,10 +1,10 @@
 """CPU per process of the whole graph (simulated robot), idle and while a song plays.
 
 Starts the graph (launcher + device simulators; ``--composed``: the command path's nodes in one
-process), STARTs and READYs it, then measures each started process's CPU time (with its child
-processes: the hardware node's bus loop) over a window with the robot IDLE and over a window
-while ``rock`` plays. Prints one JSON line per window: the share of one core per process and in
-total (the development VM has two).
+process), STARTs and READYs it, then measures each started process's CPU time (its child
+processes apart, as ``<name>.children``: the hardware node's bus loop) over a window with
+the robot IDLE and over a window while ``rock`` plays. Prints one JSON line per window: the
+share of one core per process and in total (the development VM has two).
 
 Usage: python phil_bringup/bench/bench_cpu.py [--window-s 20] [--composed]
 """
@@ -36,15 +36,20 @@ def with_children(pid: int) -> list[int]:
 
 
 def process_cpu_s(graph: RunningGraph) -> dict[str, float]:
-    """CPU seconds so far of each process the launcher started, its children included."""
+    """CPU seconds so far of each process the launcher started, and of its child processes
+    as ``<name>.children`` where it has any (the hardware node's: its bus loop)."""
     started = re.findall(r' as (\w+) \(pid (\d+)\)', ''.join(graph.output))
     used = {}
     for name, pid in started:
-        total = 0.0
-        for each in with_children(int(pid)):
+        own, *children = with_children(int(pid))
+        with contextlib.suppress(OSError):  # it ended meanwhile
+            used[name] = cpu_seconds(own)
+        below = 0.0
+        for each in children:
             with contextlib.suppress(OSError):
-                total += cpu_seconds(each)
-        used[name] = total
+                below += cpu_seconds(each)
+        if children:
+            used[f'{name}.children'] = below
     return used
 
 
@@ -52,7 +57,9 @@ def measure(graph: RunningGraph, window_s: float) -> dict[str, float]:
     before, start = process_cpu_s(graph), time.monotonic()
     time.sleep(window_s)
     after, elapsed = process_cpu_s(graph), time.monotonic() - start
-    cores = {name: round((after[name] - before[name]) / elapsed, 3) for name in before}
+    cores = {
+        name: round((after[name] - before[name]) / elapsed, 3) for name in before if name in after
+    }
     return {**cores, 'total': round(sum(cores.values()), 3)}
 
 

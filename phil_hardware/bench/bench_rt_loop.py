@@ -415,7 +415,7 @@ def main() -> int:
 def vs_floor_row(load: str, loop: dict, floor: dict) -> dict:
     """The bus loop's period error minus the floor loop's, same run, same load [us]."""
     above = {
-        key: round(loop['period_error'][key] - floor['period_error'][key], 2)
+        key: round(float(loop['period_error'][key] - floor['period_error'][key]), 2)
         for key in ('p99_us', 'p99_9_us', 'max_us')
     }
     return {
@@ -425,7 +425,7 @@ def vs_floor_row(load: str, loop: dict, floor: dict) -> dict:
         'load': load,
         'period_error_above_floor': above,
         'goal_us': GOAL_VS_FLOOR_US,
-        'met': above['p99_us'] <= GOAL_VS_FLOOR_US and above['p99_9_us'] <= GOAL_VS_FLOOR_US,
+        'met': bool(max(above['p99_us'], above['p99_9_us']) <= GOAL_VS_FLOOR_US),
     }
 
 
