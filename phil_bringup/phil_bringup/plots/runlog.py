@@ -47,6 +47,7 @@ from phil_bringup.plots.logtypes import (
     TickWindows,
     TrajectoryLog,
 )
+from phil_hardware.hardware.csv_logs import MotorCsvLog, TickCsvLog
 
 FILES = {
     'motors': 'motors.csv',
@@ -105,17 +106,8 @@ class RunLog:
 
 
 def load_motors(path: Path, warnings: list[str] | None = None) -> MotorLog:
-    """``motors.csv`` (``MotorCsvLog``)."""
-    names = (
-        't',
-        'id',
-        'mode',
-        'desired',
-        'actual',
-        'err',
-        'current_or_torque',
-        'desired_velocity',
-    )
+    """``motors.csv`` (``MotorCsvLog``: its header names the columns)."""
+    names = tuple(MotorCsvLog.HEADER)
     columns = read_csv(
         path,
         names,
@@ -136,12 +128,8 @@ def load_motors(path: Path, warnings: list[str] | None = None) -> MotorLog:
 
 
 def load_ticks(path: Path, warnings: list[str] | None = None) -> TickWindows:
-    """``ticks.csv`` (``TickCsvLog``)."""
-    c = read_csv(
-        path,
-        ('t', 'tick_p50_s', 'tick_p99_s', 'tick_max_s', 'overruns', 'missed_ticks'),
-        warnings=warnings,
-    )
+    """``ticks.csv`` (``TickCsvLog``: its header names the columns)."""
+    c = read_csv(path, tuple(TickCsvLog.HEADER), warnings=warnings)
     return TickWindows(
         c['t'], c['tick_p50_s'], c['tick_p99_s'], c['tick_max_s'], c['overruns'], c['missed_ticks']
     )
