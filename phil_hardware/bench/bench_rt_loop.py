@@ -38,19 +38,16 @@ import math
 import multiprocessing
 import os
 import random
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 import numpy as np
+from rt_loop_rig import Sniffer, probe_chunk, probe_latencies, start_simulator
 
 from phil_description.core import CanBusParams, SerialBusParams, default_robot_model
-from phil_description.core.trajectory import Chunk
 from phil_hardware.core.bus_controller import controller_config_from_model
-from phil_hardware.core.codecs import epos4
 from phil_hardware.core.cpu_load import CpuHog, cpu_seconds
 from phil_hardware.core.realtime import (
     RealtimeConfig,
@@ -60,14 +57,11 @@ from phil_hardware.core.realtime import (
     steal_ms,
 )
 from phil_hardware.core.safety import SafetyConfig
-from phil_hardware.core.transport import open_can_bus
 from phil_hardware.rt import BusLoopClient, BusLoopConfig
 
 TICK_S = 0.001
 OUTLIER_S = 0.001  # period errors above this are listed with their tick index
 MAX_OUTLIERS = 20
-PROBE_STEP_RAD = math.radians(0.5)
-SWAY_RAD = math.radians(2.0)  # every other joint's motion around its held target
 GOAL_VS_FLOOR_US = 100.0
 
 
@@ -82,58 +76,6 @@ def percentiles_us(values: np.ndarray) -> dict[str, float]:
         'p99_9_us': round(p999 * 1e6, 2),
         'max_us': round(float(values.max()) * 1e6, 2),
     }
-
-
-class Sniffer:
-    """Watches can3 for the right wrist's target RPDO; records kernel receive times."""
-
-    def __init__(self, params: CanBusParams, node_id: int) -> None:
-        self.bus = open_can_bus(params)
-        self.cob = epos4.RPDO_TARGET_POSITION_BASE + node_id
-        self.frames: list[tuple[float, int]] = []  # (wall-clock receive time, counts)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            message = self.bus.recv(0.05)
-            if message is not None and message.arbitration_id == self.cob:
-                counts = int.from_bytes(message.data[:4], 'little', signed=True)
-                self.frames.append((message.timestamp, counts))
-
-    def first_change_after(self, wall_time_s: float, old_counts: int) -> float | None:
-        for stamp, counts in list(self.frames):
-            if stamp >= wall_time_s and abs(counts - old_counts) > 100:
-                return stamp
-        return None
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join(1.0)
-        self.bus.shutdown()
-
-
-def start_simulator(base: int, link: Path) -> subprocess.Popen:
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            '-m',
-            'phil_hardware.sim',
-            '--can-channel-base',
-            f'ff11::7068:{base:x}',
-            '--dxl-port',
-            str(link),
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        line = process.stdout.readline()
-        if not line or 'ready' in line:
-            break
-    return process
 
 
 def tick_row(mode: str, lateness_s: np.ndarray, **extra) -> dict:
@@ -302,30 +244,6 @@ def drive_like_the_node(
             client.send_chunk(chunk)
         time.sleep(0.01)
     return probes, work_p99, work_max
-
-
-def probe_chunk(snapshot, wrist, sign: float, limits_rad) -> tuple[Chunk, int]:
-    """Every joint moves, as while playing: a small step of the right wrist that starts now
-    (its first frame is easy to spot) and a slow sway of the others around their targets.
-    The chunk and the wrist's counts before it."""
-    held = np.array(snapshot.targets_rad)
-    times = np.linspace(0.0, 0.45, 46)
-    sway = SWAY_RAD * np.sin(np.pi * times / 0.45)
-    positions = held + np.outer(sign * sway, np.ones(held.size))
-    positions = np.clip(positions, *limits_rad)
-    positions[:, wrist.index] = held[wrist.index] + sign * PROBE_STEP_RAD
-    before = epos4.position_rad_to_counts(wrist.motor.joint_to_motor_rad(held[wrist.index]))
-    return Chunk(snapshot.joint_names, time.monotonic(), times, positions), before
-
-
-def probe_latencies(sniffer: Sniffer, probes: list[tuple[float, int]]) -> list[float]:
-    """Send to first frame with the new target [s], per probe seen within 0.4 s."""
-    latencies = []
-    for sent_wall, before in probes:
-        seen = sniffer.first_change_after(sent_wall, before)
-        if seen is not None and seen - sent_wall < 0.4:
-            latencies.append(seen - sent_wall)
-    return latencies
 
 
 def bus_rows(mode: str, first, last, elapsed: float, can_params) -> list[dict]:
