@@ -15,7 +15,7 @@ line gives the ratios loaded / idle of hit timing p99 (goal <= 1.5) and command 
 (goal <= 2), and whether nothing faulted or was lost.
 
 Usage: python phil_bringup/bench/bench_under_load.py [--scores rock,funk] [--moves 40]
-       [--hogs N] [--composed]
+       [--hogs N] [--composed] [--param NODE.NAME=VALUE]
 """
 
 from __future__ import annotations
@@ -60,12 +60,12 @@ def play_every_score(graph: RunningGraph, ids: list[str]) -> dict[str, str]:
     return outcomes
 
 
-def run_condition(ids: list[str], moves: int, composed: bool) -> dict:
+def run_condition(ids: list[str], moves: int, launcher_args: tuple[str, ...]) -> dict:
     """Start a graph, send the MOVEs, play the scores, QUIT; the condition's figures."""
     motor = default_robot_model(sim=True).joint(JOINT).motor
     resolution_rad = 0.5 * epos4.counts_to_position_rad(1, motor.gear_ratio)
     with tempfile.TemporaryDirectory() as folder:
-        graph = RunningGraph(Path(folder), ('--composed',) if composed else ()).start()
+        graph = RunningGraph(Path(folder), launcher_args).start()
         capture = FrameCapture(graph.channels, send_times=True, buses=[int(motor.bus[3:])])
         try:
             graph.start_robot()
@@ -123,6 +123,14 @@ def parse_arguments() -> argparse.Namespace:
     parser.add_argument(
         '--composed', action='store_true', help='the command path in one process (launcher)'
     )
+    parser.add_argument(
+        '--param',
+        metavar='NODE.NAME=VALUE',
+        action='append',
+        default=[],
+        help="a parameter over its file, as the launcher's --param (repeatable), e.g. "
+        'hardware.can_feedback_timeout_s=0.05 (the robot value)',
+    )
     return parser.parse_args()
 
 
@@ -130,12 +138,14 @@ def main() -> int:
     args = parse_arguments()
     play_list = load_play_list(default_play_list())
     ids = [name for name in args.scores.split(',') if name] or list(play_list.entries)
+    launcher_args = ('--composed',) if args.composed else ()
+    launcher_args += tuple(f'--param={value}' for value in args.param)
     rows = {}
     for condition in ('loaded', 'idle'):
         hogs = args.hogs if condition == 'loaded' else 0
         print(f'[bench] {condition}: {hogs} CPU hog(s)', file=sys.stderr)
         with CpuHog(hogs):
-            rows[condition] = run_condition(ids, args.moves, args.composed)
+            rows[condition] = run_condition(ids, args.moves, launcher_args)
         line = {'bench': 'under_load', 'condition': condition, 'hogs': hogs, **rows[condition]}
         print(json.dumps(line), flush=True)
     loaded, idle = rows['loaded'], rows['idle']
