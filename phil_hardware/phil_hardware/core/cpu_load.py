@@ -22,8 +22,7 @@ class CpuHog:
 
     def __enter__(self) -> CpuHog:
         self.processes = [
-            subprocess.Popen([sys.executable, '-c', 'while True: pass'])
-            for _ in range(self.count)
+            subprocess.Popen([sys.executable, '-c', 'while True: pass']) for _ in range(self.count)
         ]
         return self
 
