@@ -1,5 +1,4 @@
-"""The whole graph on a busy machine: every play-list score and a series of TCP commands, first
-with a CPU hog running beside the graph, then without it, in one run.
+"""The whole graph on a busy machine: all scores and TCP commands, with CPU hogs and without.
 
 On the robot the controller shares its computer with speech recognition, a language model and
 text-to-speech: a busy CPU is the normal condition. The hog is one busy-looping process per CPU
