@@ -48,6 +48,7 @@ def harness(context, scores):
 
 
 def test_play_publishes_chunks_hits_feedback_and_result(harness, scores, tmp_path):
+    started_s = time.monotonic()
     h = harness(log_dir=str(tmp_path / 'log'))
     with h.clock.frozen():  # the play must wait until the commanded state is reached
         h.publish_state(delay_s=0.5)
@@ -78,8 +79,10 @@ def test_play_publishes_chunks_hits_feedback_and_result(harness, scores, tmp_pat
         rows = list(csv.DictReader(log))
     assert len(rows) == expected and rows[0]['play_id'] == 'tiny'
     # The log is on the robot clock (CLOCK_MONOTONIC, like the simulator's impact log) while
-    # HitEvent stamps follow the node's stamp clock.
-    assert abs(float(rows[0]['command_time_s']) - time.monotonic()) < 120.0
+    # HitEvent stamps follow the node's stamp clock (simulated here): the logged hits fall
+    # within this test on CLOCK_MONOTONIC, whatever the machine's load.
+    logged_s = [float(row['command_time_s']) for row in rows]
+    assert started_s <= min(logged_s) and max(logged_s) <= time.monotonic(), (started_s, logged_s)
     assert [row['instrument'] for row in rows] == [hit.instrument for hit in h.hits]
     assert h.audio.calls[:2] == [
         ('arm', scores / 'audio' / 'tiny.wav'),
