@@ -95,7 +95,8 @@ def run_condition(ids: list[str], moves: int, launcher_args: tuple[str, ...]) ->
             'p50_ms': None if p50_ms is None else round(p50_ms, 2),
             'p99_ms': None if p99_ms is None else round(p99_ms, 2),
         },
-        'faults_latched': sum(state in LATCHED for state in (*played, final_state)),
+        # A latch ends the song it came in (or, before the first, the MOVEs) and stays.
+        'faults_latched': sum(state in LATCHED for state in played) or int(final_state in LATCHED),
         'commands_lost': (moves - len(latencies_ms)) + sum(state != 'IDLE' for state in played),
         'songs': outcomes,
         'bus_loop_overruns': int(ticks.overruns[-1]) if len(ticks.overruns) else None,

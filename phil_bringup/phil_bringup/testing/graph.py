@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from phil_bringup.demo import BrainConnection
+from phil_hardware.core.cpu_load import stat_fields
 
 STARTUP_TIMEOUT_S = 90.0
 
@@ -282,15 +283,9 @@ class FrameCapture:
             bus.close()
 
 
-def _stat_fields(pid: int) -> list[str]:
-    """A live process's /proc stat fields after its name: field 3 (state) is index 0."""
-    with open(f'/proc/{pid}/stat') as stat:
-        return stat.read().rpartition(')')[2].split()
-
-
 def niceness_of(pid: int) -> int:
     """A live process's niceness (Linux /proc)."""
-    return int(_stat_fields(pid)[16])
+    return int(stat_fields(pid)[16])
 
 
 class BusLoopView:

@@ -33,8 +33,13 @@ class CpuHog:
         self.processes = []
 
 
+def stat_fields(pid: int) -> list[str]:
+    """A live process's /proc stat fields after its name: field 3 (state) is index 0."""
+    with open(f'/proc/{pid}/stat') as stat:
+        return stat.read().rpartition(')')[2].split()
+
+
 def cpu_seconds(pid: int) -> float:
     """CPU time (user + system) a live process has used so far [s] (Linux /proc)."""
-    with open(f'/proc/{pid}/stat') as stat:
-        fields = stat.read().rpartition(')')[2].split()
+    fields = stat_fields(pid)
     return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
