@@ -137,8 +137,8 @@ def run_mode(
     mode: str,
     duration_s: float,
     feedback_timeout_s: float,
-    cpus: tuple[int, ...] = (),
-    spin_s: float = 0.0002,
+    cpus: tuple[int, ...],
+    spin_s: float,
 ) -> list[dict]:
     if mode == 'floor':
         return run_floor(duration_s, cpus, spin_s)
