@@ -75,6 +75,16 @@ def test_a_new_fault_cancels_a_pending_reset():
     assert machine.decide(Reset()).state is RobotState.IDLE
 
 
+def test_a_reset_the_hardware_granted_leaves_even_after_a_later_latch_report():
+    # ESTOP, RESET at once: the hardware's status with the latch comes after the RESET was
+    # asked, then the hardware grants the RESET (it judged that latch: the ESTOP word count).
+    machine = idle_machine()
+    machine.decide(Estop())
+    machine.decide(Reset())
+    machine.hardware_estop('emergency stop')
+    assert machine.hardware_cleared(reset_granted=True).state is RobotState.IDLE
+
+
 def test_fault_in_init_returns_to_init():
     machine = StateMachine()
     machine.decide(Start())

@@ -21,6 +21,7 @@ from phil_hardware.rt import BusLoopConfig
 from phil_hardware.rt.loop import EXIT_TERMINATED, BusLoop, quiet_phase
 from phil_hardware.rt.process import snapshot_layout
 from phil_hardware.rt.shm import StateExchange
+from phil_hardware.rt.snapshot import decode_snapshot
 
 pytestmark = pytest.mark.timeout(60)
 TICK_S = 0.001
@@ -80,6 +81,7 @@ class LoopRig:
         self.replies: list[object] = []  # what the node end read after the run
         self.commands_seen: list[int] = []  # commands handled before each tick
         self.published_seen: list[int] = []  # snapshots published before each tick
+        self.snapshot = None  # the last one the loop published (after run)
         tick = self.controller.tick
 
         def timed_tick(now: float) -> None:
@@ -101,6 +103,8 @@ class LoopRig:
             assert self.loop.run() == EXIT_TERMINATED
             while self.node_end.poll(0):
                 self.replies.append(self.node_end.recv())
+            layout, names = snapshot_layout(self.config), self.controller.config.joint_names
+            self.snapshot = decode_snapshot(layout, names, *self.exchange.read())
             return [float(v) for v in self.exchange.trace[: self.loop.trace_count]]
         finally:
             self.node_end.close()
@@ -167,6 +171,8 @@ def test_a_reset_clears_the_estops_asked_before_it_and_keeps_one_asked_after():
     rig.run()
     assert rig.replies == [(1, True, 'reset', [])]
     assert not rig.controller.safety.estop_latched
+    # The snapshot counts the granted RESET: the latch came and went between two snapshots.
+    assert not rig.snapshot.estop and rig.snapshot.resets_granted == 1
     # An ESTOP after the RESET was asked: the RESET is refused and the ESTOP holds.
     word = CountingWord()
     rig = LoopRig(4, estop_word=word)
@@ -176,6 +182,7 @@ def test_a_reset_clears_the_estops_asked_before_it_and_keeps_one_asked_after():
     reason = 'an emergency stop came after the RESET was asked'
     assert rig.replies == [(1, False, reason, [reason])]
     assert rig.controller.safety.estop_latched
+    assert rig.snapshot.estop and rig.snapshot.resets_granted == 0
 
 
 def test_the_loop_answers_each_command_through_the_pipe_in_order():

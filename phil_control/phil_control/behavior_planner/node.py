@@ -332,6 +332,7 @@ class BehaviorPlanner(Node):
         before = self._hardware
         self._hardware = msg
         latched = self._machine.state in (RobotState.FAULT, RobotState.ESTOP)
+        reset_granted = msg.resets_granted > before.resets_granted  # a restart counts from 0
         if msg.estop and not before.estop:
             self._dispatcher.drop_earlier_motions('emergency stop')
             self._event('hardware_estop', 'emergency stop')
@@ -343,10 +344,12 @@ class BehaviorPlanner(Node):
             latched
             and not msg.faults
             and not msg.estop
-            and (before.faults or before.estop or self._hardware_down)
+            # A RESET granted counts even when no status showed the latch: statuses keep depth
+            # 1, and a latch may come and go between two that reach us.
+            and (before.faults or before.estop or self._hardware_down or reset_granted)
         ):
             self._hardware_down = False  # back, and nothing latched there
-            self._event('hardware_cleared', msg.lifecycle_state == 'active')
+            self._event('hardware_cleared', msg.lifecycle_state == 'active', reset_granted)
 
     # ------------------------------------------------------------------ status
     def _on_status_timer(self) -> None:

@@ -106,6 +106,7 @@ class BusLoop(LoopCommands):
         self.missed_ticks = 0
         self.loop_errors = 0
         self.commands_handled = 0
+        self.resets_granted = 0  # RESETs that cleared every latch
         self.trace_count = 0
         self.last_error = ''
         self.exit_code = 0
@@ -265,6 +266,7 @@ class BusLoop(LoopCommands):
                 'missed_ticks': self.missed_ticks,
                 'loop_errors': self.loop_errors,
                 'commands_handled': self.commands_handled,
+                'resets_granted': self.resets_granted,
                 'trace_count': self.trace_count,
                 'estop_seen': self._estop_seen,
                 'estop_seen_s': self._estop_seen_s,

@@ -28,6 +28,7 @@ class LoopCommands:
     clock: Callable[[], float]
     after_command: Callable[[], None] | None
     commands_handled: int
+    resets_granted: int
     last_error: str
     _reader: CommandReader
     _stopping: bool
@@ -109,6 +110,8 @@ class LoopCommands:
             reasons = ctl.reset()
             # The node that asks is alive: its silence counts from now again.
             self._node_seen_s, self._node_silent = self.clock(), False
+            if not reasons:
+                self.resets_granted += 1
             return not reasons, '; '.join(reasons) or 'reset', reasons
         if name == 'shutdown':
             ctl.shutdown()

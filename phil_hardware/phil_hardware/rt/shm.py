@@ -72,6 +72,7 @@ SCALAR_FIELDS = (
     'mode_switches',
     'dxl_missed_replies',
     'commands_handled',
+    'resets_granted',
     'trace_count',
     'estop_seen',
     'estop_seen_s',

@@ -85,6 +85,7 @@ class BusSnapshot:
     missed_ticks: int
     loop_errors: int
     commands_handled: int
+    resets_granted: int
     trace_count: int
     estop_seen: int = 0  # ESTOP word count the loop has acted on
     estop_seen_s: float = math.nan  # when it acted on the latest ESTOP (robot monotonic, s)
@@ -164,6 +165,7 @@ _SCALARS = (
     ('missed_ticks', int),
     ('loop_errors', int),
     ('commands_handled', int),
+    ('resets_granted', int),
     ('trace_count', int),
     ('estop_seen', int),
     ('estop_seen_s', float),

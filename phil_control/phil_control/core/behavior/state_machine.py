@@ -180,17 +180,20 @@ class StateMachine(CommandDecisions):
         """The hardware reported an emergency stop: latch ESTOP."""
         return self._latch(RobotState.ESTOP, reason or 'hardware emergency stop')
 
-    def hardware_cleared(self, torque_on: bool = True) -> Decision:
+    def hardware_cleared(self, torque_on: bool = True, reset_granted: bool = False) -> Decision:
         """The hardware reports the cause of FAULT/ESTOP gone.
 
         Args:
             torque_on: False when the drives lost torque; the robot then returns to STANDBY.
+            reset_granted: The hardware cleared its latches on a RESET (it judged every latch
+                reported since, e.g. a fault reported after the RESET was asked); the machine
+                leaves even when a later latch report cancelled its own pending RESET.
         """
         if self._state not in LATCHED_STATES:
             return self._ignored(f'robot is {self._state.value}; nothing is latched')
         if not torque_on:
             self._started = False
-        if self._reset_pending:
+        if self._reset_pending or reset_granted:
             return self._leave_latched(torque_on)
         self._cause_cleared = True
         return self._ignored('cause gone; RESET to continue')
