@@ -14,7 +14,6 @@ import pytest
 rclpy = pytest.importorskip('rclpy')
 
 from action_msgs.msg import GoalStatus  # noqa: E402
-from std_msgs.msg import String  # noqa: E402
 from test_score_player_support import (  # noqa: E402
     KEY,
     NS,
@@ -33,6 +32,7 @@ from phil_control.score_player.config import (  # noqa: E402
     Config,
     default_play_list,
 )
+from phil_control.score_player.motion_stops import MAX_LATE_STARTS  # noqa: E402
 from phil_msgs.action import Play  # noqa: E402
 from phil_msgs.msg import Fault, HardwareStatus  # noqa: E402
 from phil_ros.graph_safety import signed_by  # noqa: E402
@@ -127,18 +127,60 @@ def test_a_refused_chunk_ends_the_play_with_the_reason_and_nothing_more_moves(ha
     h = harness()
     handle = h.send('play', score='long')
     assert h.spin_until(lambda: len(h.hits) >= 2)
-    h.rejected.publish(String(data='chunk 7: starts in the past'))
+    # Late, but not the first chunk: the robot already plays this start, it cannot restart.
+    h.refuse(h.chunks[6], 'LATE', 'starts in the past: 0.2 s')
     future = handle.get_result_async()
     assert h.spin_until(future.done)
     response = future.result()
     assert response.status == GoalStatus.STATUS_ABORTED
-    assert 'refused chunk 7: starts in the past' in response.result.reason
+    assert f'refused chunk {h.chunks[6].sequence}: starts in the past' in response.result.reason
     h.spin_until(lambda: False, 0.5)  # chunks already in flight arrive
     sent = len(h.chunks)
     h.spin_until(lambda: False, 1.0)  # 10 s of play time at this clock
     assert len(h.chunks) == sent  # no DRUM END that could not join
     assert h.audio.calls[-1] == ('stop',)
     assert h.result(h.send('play', score='tiny')).result.success  # the node plays on
+
+
+def test_a_hit_whose_first_chunk_came_too_late_starts_again_later_and_says_so(harness):
+    """The machine was too busy to deliver the first chunk before its start: nothing moved, so
+    the HIT starts again, later by as much, and strikes once; the refusals of the first
+    start's other chunks (they continue a refused chunk) do not end it."""
+    h = harness()
+    with h.clock.frozen():  # the HIT waits for the test's refusals
+        handle, first = h.sent_hit(instrument='snare')
+        h.clock.stall(0.4)
+        h.refuse(first[0], 'LATE', 'starts in the past: 0.3 s')
+        h.refuse(first[1], 'DISCONTINUOUS', 'it continues a refused chunk')
+        again = h.hit_chunks_after(len(h.chunks))
+    response = h.result(handle)
+    assert response.status == GoalStatus.STATUS_SUCCEEDED, response.result.reason
+    assert 'started 0.300 s late' in response.result.reason
+    assert min(c.sequence for c in again) > max(c.sequence for c in first)
+    # 0.3 s past its start when refused: it starts again 0.3 s later than the margin would.
+    delay_ns = _ns(again[0].trajectory.header.stamp) - _ns(first[0].trajectory.header.stamp)
+    assert delay_ns == pytest.approx((0.4 + 0.3) * NS, abs=1000)
+    assert len(h.hits) == 1
+    assert _ns(response.result.impact_time) == _ns(h.hits[0].command_time)
+    Spliced(again, _ns(again[0].trajectory.header.stamp)).assert_no_jump()
+
+
+def test_a_start_late_again_and_again_ends_the_goal_with_the_reason(harness):
+    h = harness()
+    with h.clock.frozen():
+        handle, start = h.sent_hit(instrument='snare')
+        for late in range(MAX_LATE_STARTS + 1):
+            h.clock.stall(0.4)
+            count = len(h.chunks)
+            h.refuse(start[0], 'LATE', 'starts in the past: 0.3 s')
+            if late < MAX_LATE_STARTS:
+                start = h.hit_chunks_after(count)
+        future = handle.get_result_async()
+        assert h.spin_until(future.done)
+    response = future.result()
+    assert response.status == GoalStatus.STATUS_ABORTED
+    assert 'starts in the past' in response.result.reason
+    assert not h.hits
 
 
 def test_the_hardware_latch_ends_the_play_and_no_later_hit_is_reported(harness):

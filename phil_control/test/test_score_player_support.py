@@ -23,7 +23,6 @@ from rclpy.action import ActionClient  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
-from std_msgs.msg import String  # noqa: E402
 
 from phil_control.core.play.timing import sample_hermite  # noqa: E402
 from phil_control.core.score import load_score, write_play_list  # noqa: E402
@@ -31,7 +30,7 @@ from phil_control.score_player.node import ScorePlayer  # noqa: E402
 from phil_description.core import default_robot_model  # noqa: E402
 from phil_description.core.graph_key import GraphKey  # noqa: E402
 from phil_msgs.action import Hit, Play  # noqa: E402
-from phil_msgs.msg import HitEvent, TrajectoryChunk  # noqa: E402
+from phil_msgs.msg import ChunkRejection, HitEvent, TrajectoryChunk  # noqa: E402
 from phil_msgs.srv import SetSpeed, Trigger  # noqa: E402
 from phil_ros.graph_safety import signed_goal_id  # noqa: E402
 from phil_ros.qos import LATCHED, RELIABLE_QUEUE  # noqa: E402
@@ -61,6 +60,13 @@ class FastClock:
         if self._frozen is not None:
             return self._frozen
         return self._base + int((time.monotonic_ns() - self._real) * SPEEDUP)
+
+    def stall(self, seconds: float) -> None:
+        """Let ``seconds`` pass at once (frozen or not): a machine too busy to run us."""
+        if self._frozen is not None:
+            self._frozen += int(seconds * NS)
+        else:
+            self._base += int(seconds * NS)
 
     @contextlib.contextmanager
     def frozen(self):
@@ -149,7 +155,7 @@ class Harness:
             JointState, '/trajectory_generator/commanded_state', LATCHED
         )
         self.rejected = self.probe.create_publisher(
-            String, '/trajectory_generator/rejected_chunks', 10
+            ChunkRejection, '/trajectory_generator/rejected_chunks', 10
         )
         self.actions = {
             name: ActionClient(self.probe, kind, f'/score_player/{name}')
@@ -165,6 +171,17 @@ class Harness:
         for client in self.actions.values():
             assert client.wait_for_server(timeout_sec=10.0)
         self.publish_state()
+
+    def refuse(self, chunk: TrajectoryChunk, code: str, reason: str) -> None:
+        """Refuse ``chunk`` as the trajectory generator does."""
+        self.rejected.publish(
+            ChunkRejection(
+                start=chunk.trajectory.header.stamp,
+                sequence=chunk.sequence,
+                code=code,
+                reason=reason,
+            )
+        )
 
     def publish_state(self, delay_s: float = 0.0) -> None:
         """Latch the ready pose as the commanded state, reached ``delay_s`` from now."""
@@ -203,6 +220,17 @@ class Harness:
         hits = getattr(future.result().result, 'hits_played', 0)
         assert self.spin_until(lambda: len(self.hits) >= hits and self._at_ready())
         return future.result()
+
+    def sent_hit(self, **fields):
+        """A HIT goal and every chunk of its start."""
+        count = len(self.chunks)
+        return self.send('hit', **fields), self.hit_chunks_after(count)
+
+    def hit_chunks_after(self, count: int) -> list:
+        """Every chunk of the HIT start sent after the first ``count`` (they go out at once;
+        the last ends at ready)."""
+        assert self.spin_until(lambda: len(self.chunks) > count + 1 and self._at_ready())
+        return self.chunks[count:]
 
     def _at_ready(self) -> bool:
         last = self.chunks[-1].trajectory.points[-1].positions if self.chunks else READY

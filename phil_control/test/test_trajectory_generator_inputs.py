@@ -59,13 +59,18 @@ def harness(context):
 
 
 def _score_messages(
-    state: JointState, timebase: TimeBase, start_s: float, target: float
+    state: JointState,
+    timebase: TimeBase,
+    start_s: float,
+    target: float,
+    duration_s: float = 0.4,
+    chunk_s: float = 0.25,
 ) -> list[TrajectoryChunk]:
     """Chunks a score player would send, continuing the commanded state from start_s."""
     planner = MotionPlanner(MODEL, initial_positions_rad=np.array(state.position))
-    planned = planner.submit(MoveRequest({'right_elbow': target}, 0.4), start_s)
+    planned = planner.submit(MoveRequest({'right_elbow': target}, duration_s), start_s)
     assert isinstance(planned, PlannedMotion)
-    chunks = chunk_trajectory(planned.trajectory, ChunkingConfig(0.25, 0.02))
+    chunks = chunk_trajectory(planned.trajectory, ChunkingConfig(chunk_s, 0.02))
     return [sign_message(KEY, chunk_to_msg(chunk, timebase)) for chunk in chunks]
 
 
@@ -104,7 +109,35 @@ def test_measured_motors_set_the_start_and_score_chunks_are_forwarded(harness):
     h.score.publish(sign_message(KEY, jump))
     assert h.spin_until(lambda: h.rejected)
     assert len(h.chunks) == count and len(h.states) == states
-    assert h.rejected[-1].data.startswith(f'chunk {jump.sequence}: discontinuous: head_yaw')
+    refusal = h.rejected[-1]
+    assert (refusal.sequence, refusal.code) == (jump.sequence, 'DISCONTINUOUS')
+    assert refusal.start == jump.trajectory.header.stamp
+    assert refusal.reason.startswith('discontinuous: head_yaw')
+
+
+def test_a_late_score_chunk_is_refused_and_so_is_every_chunk_that_continues_it(harness):
+    """A motion from rest whose first chunk came too late: its second chunk, at rest too,
+    would pass the continuity check, but it continues a refused chunk, so it is refused (the
+    score player sends the whole start again); a chunk starting elsewhere is taken."""
+    h = harness()
+    assert h.spin_until(lambda: h.states)
+    held = h.states[-1]
+    elbow = held.position[NAMES.index('right_elbow')]
+    timebase = TimeBase(h.now_ns())
+    late = _score_messages(held, timebase, -0.2, elbow, duration_s=6.0, chunk_s=2.0)
+    for msg in late:
+        h.score.publish(msg)
+    assert h.spin_until(lambda: len(h.rejected) == len(late))
+    assert [(r.sequence, r.code) for r in h.rejected] == [
+        (late[0].sequence, 'LATE'),
+        *((msg.sequence, 'DISCONTINUOUS') for msg in late[1:]),
+    ]
+    assert 'continues a refused chunk' in h.rejected[1].reason
+    assert h.chunks == []
+    again = _score_messages(held, TimeBase(h.now_ns()), 0.3, elbow + 0.1)
+    for msg in again:
+        h.score.publish(msg)
+    assert h.spin_until(lambda: len(h.chunks) == len(again))
 
 
 def test_goals_and_score_chunks_from_outside_the_graph_are_refused(harness):
@@ -166,9 +199,8 @@ def test_the_hardware_latch_ends_goals_drops_queued_motion_and_the_measured_pose
     late = _score_messages(h.states[-1], TimeBase(h.now_ns()), 0.3, 1.3)[0]
     h.score.publish(late)
     assert h.spin_until(lambda: h.rejected)
-    assert h.rejected[-1].data.startswith(
-        f'chunk {late.sequence}: the hardware is latched: emergency stop'
-    )
+    assert (h.rejected[-1].sequence, h.rejected[-1].code) == (late.sequence, 'HARDWARE_LATCHED')
+    assert h.rejected[-1].reason.startswith('the hardware is latched: emergency stop')
     assert len(h.chunks) == published and list(h.states[-1].position) == held
     # Where the arm stopped (measured) is the commanded state now, not the move's end.
     stopped = MODEL.positions({'right_elbow': 0.7}, MODEL.poses['home'])

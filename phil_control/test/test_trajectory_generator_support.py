@@ -18,13 +18,12 @@ from rclpy.action import ActionClient  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
-from std_msgs.msg import String  # noqa: E402
 
 from phil_control.trajectory_generator.node import TrajectoryGenerator  # noqa: E402
 from phil_description.core import default_robot_model  # noqa: E402
 from phil_description.core.graph_key import GraphKey  # noqa: E402
 from phil_msgs.action import Gesture, Look, Move, Pose  # noqa: E402
-from phil_msgs.msg import MotorStates, TrajectoryChunk  # noqa: E402
+from phil_msgs.msg import ChunkRejection, MotorStates, TrajectoryChunk  # noqa: E402
 from phil_msgs.srv import Trigger  # noqa: E402
 from phil_ros.graph_safety import signed_goal_id  # noqa: E402
 from phil_ros.qos import LATCHED, RELIABLE_QUEUE  # noqa: E402
@@ -113,12 +112,12 @@ class Harness:
         self.chunks: list[TrajectoryChunk] = []
         self.states: list[JointState] = []
         self.feedback: list = []
-        self.rejected: list[String] = []
+        self.rejected: list[ChunkRejection] = []
         self.probe.create_subscription(
             TrajectoryChunk, '/hardware/trajectory_chunks', self.chunks.append, RELIABLE_QUEUE
         )
         self.probe.create_subscription(
-            String, '/trajectory_generator/rejected_chunks', self.rejected.append, 10
+            ChunkRejection, '/trajectory_generator/rejected_chunks', self.rejected.append, 10
         )
         self.probe.create_subscription(
             JointState, '/trajectory_generator/commanded_state', self.states.append, LATCHED

@@ -1,17 +1,19 @@
 """The score player's goals: the ``~/play`` and ``~/hit`` action servers, what refuses a goal,
-how a play or a HIT starts (the session generates its motion; the first chunks go out at once)
-and how a goal that an unexpected exception broke ends."""
+how a play or a HIT starts (the session generates its motion; the first chunks go out at once;
+when they reach the trajectory generator too late to be taken, it starts again from then, see
+`MotionStops`) and how a goal that an unexpected exception broke ends."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 
 from rclpy.action import ActionServer, CancelResponse
 from rclpy.task import Future
 
-from phil_control.core.play import PlayAborted, ScheduledHit, SessionBusyError
+from phil_control.core.play import MotionChunk, PlayAborted, ScheduledHit, SessionBusyError
 from phil_control.core.score import SpeedError, normalize_speed
 from phil_control.core.score.limits import quote
 from phil_control.score_player import conversions as convert
@@ -28,8 +30,12 @@ class Goal:
 
     handle: object
     kind: str  # 'play' or 'hit'
-    start_s: float
+    begin: Callable[..., list[MotionChunk]]  # the session's start or hit, as the goal asked
     resolved: Future  # completed by finish(): the execute callback returns the outcome
+    start_s: float = 0.0  # the first chunk's start (of the latest start)
+    first_sequence: int = 0  # the first chunk's sequence (of the latest start)
+    late_starts: int = 0  # starts again after the first chunks came too late
+    note: str = ''  # said in the result when it succeeds (e.g. how late it started)
     hits: list[ScheduledHit] = field(default_factory=list)
     ending: str = ''  # why the play ends before its score does (stop, pause)
     paused: bool = False
@@ -140,31 +146,20 @@ class GoalServers:
             return 'resume: no resume point saved; give score and start_bar'
         if not score:
             return 'no score given: a play-list id'
+        begin = partial(
+            self.session.start, score, speed=speed, start_bar=bar, improv=request.improv
+        )
         try:
             # The whole play generated and checked first (nothing moves if it cannot be
             # played); the start time is taken after it.
             self.session.check(
                 score, current_positions_rad=self._start_pose()[1], speed=speed, start_bar=bar
             )
-            now, positions = self._start_pose()
-            chunks = self.session.start(
-                score,
-                now_s=now,
-                current_positions_rad=positions,
-                speed=speed,
-                start_bar=bar,
-                improv=request.improv,
-            )
+            chunks = self._begin(begin)
         except _GOAL_ERRORS as error:
             return str(error)
-        goal = self._goal = Goal(goal_handle, 'play', chunks[0].start_time_s, waking_future(self))
-        self._ticks.resume()
-        self._publish(chunks)
-        track = self._track('' if request.resume else self.session.audio)
-        self.audio.arm(track)
-        if track is not None:
-            start_ns = self._timebase.to_nanoseconds(self.session.wall_time_at(0.0))
-            self.audio.start_at(start_ns * 1e-9)
+        goal = self._goal = Goal(goal_handle, 'play', begin, waking_future(self))
+        track = self._go(goal, chunks)
         self.get_logger().info(
             f'play {score!r}{f" from bar {bar}" if bar else ""} at speed {speed:g}'
             f'{" (improv)" if request.improv else ""}; audio {track or "off"}'
@@ -173,25 +168,41 @@ class GoalServers:
 
     def _start_hit(self, goal_handle) -> Goal | str:
         request = goal_handle.request
+        begin = partial(
+            self.session.hit,
+            request.instrument,
+            velocity=int(request.velocity) or 5,
+            hand=request.hand or None,
+        )
         try:
-            now, positions = self._start_pose()
-            chunks = self.session.hit(
-                request.instrument,
-                now_s=now,
-                current_positions_rad=positions,
-                velocity=int(request.velocity) or 5,
-                hand=request.hand or None,
-            )
+            chunks = self._begin(begin)
         except _GOAL_ERRORS as error:
             return str(error)
-        impact = self.session.commanded_hits[0].command_time_s
-        goal = self._goal = Goal(
-            goal_handle, 'hit', chunks[0].start_time_s, waking_future(self), impact_s=impact
-        )
+        goal = self._goal = Goal(goal_handle, 'hit', begin, waking_future(self))
+        self._go(goal, chunks)
+        return goal
+
+    def _begin(self, begin, delay_s: float = 0.0) -> list[MotionChunk]:
+        """The session's start or hit (``begin``) from the commanded pose, now (or
+        ``delay_s`` later; lock held)."""
+        now, positions = self._start_pose()
+        return begin(now_s=now + delay_s, current_positions_rad=positions)
+
+    def _go(self, goal: Goal, chunks: list[MotionChunk]) -> str | None:
+        """Send the first chunks of ``goal`` and start its audio (lock held); the track."""
+        goal.start_s, goal.first_sequence = chunks[0].start_time_s, chunks[0].sequence
+        if goal.kind == 'hit':
+            goal.impact_s = self.session.commanded_hits[0].command_time_s
         self._ticks.resume()
         self._publish(chunks)
-        self.audio.arm(None)
-        return goal
+        track = None
+        if goal.kind == 'play':
+            track = self._track('' if goal.handle.request.resume else self.session.audio)
+        self.audio.arm(track)
+        if track is not None:
+            start_ns = self._timebase.to_nanoseconds(self.session.wall_time_at(0.0))
+            self.audio.start_at(start_ns * 1e-9)
+        return track
 
     def _end_on_error(self, error: Exception) -> str:
         """End the goal (or start) an unexpected exception broke; return the reason (lock

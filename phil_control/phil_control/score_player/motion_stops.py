@@ -1,42 +1,69 @@
 """Where the score player learns that the motion stopped before its goal ended: a chunk the
 trajectory generator refused, the hardware's latch (ESTOP or a fault, stamped), a node of the
 motion path gone silent. Only what reached the motors counts: the goal ends with the reason and
-no hit after the stop is reported."""
+no hit after the stop is reported.
+
+One refusal does not end the goal: a first chunk that reached the trajectory generator after
+its start (LATE: the machine was too busy to deliver it within the session's margin). Nothing
+of that start moved the robot (the trajectory generator refuses every chunk that continues a
+refused one), so the goal starts again, later by as much as the first start was late; the log
+and the goal's result say how late. A goal starts again at most ``MAX_LATE_STARTS`` times."""
 
 from __future__ import annotations
-
-from std_msgs.msg import String
 
 from phil_control.score_player import conversions as convert
 from phil_description.core.liveness import NodeDown
 from phil_msgs.action import Hit, Play
-from phil_msgs.msg import HardwareStatus
+from phil_msgs.msg import ChunkRejection, HardwareStatus
 
 # The nodes a play's motion goes through after this one: down, nothing more is played.
 _MOTION_NODES = ('/trajectory_generator', '/hardware')
+MAX_LATE_STARTS = 3
 
 
 class MotionStops:
     """The motion-stop side of the `ScorePlayer` node (a mixin: it uses the node's lock,
     session, goal slot, audio and hit reporting)."""
 
-    def _on_rejected(self, msg: String) -> None:
+    def _on_rejected(self, msg: ChunkRejection) -> None:
         """The trajectory generator refused one of our chunks: nothing after it joins what
         the robot does, so the goal ends here (the robot holds where the accepted motion
-        ends) instead of playing on unheard."""
+        ends) instead of playing on unheard; or, for a first chunk that came too late, the
+        goal starts again."""
         with self._lock:
-            goal, self._goal = self._goal, None
-            if goal is None:
+            goal = self._goal
+            if goal is None or msg.sequence < goal.first_sequence:
+                return  # a chunk of a start that was started again
+            if (
+                msg.code == 'LATE'
+                and msg.sequence == goal.first_sequence
+                and goal.late_starts < MAX_LATE_STARTS
+            ):
+                self._start_again(goal)
                 return
+            self._goal = None
             reason = (
-                f'the trajectory generator refused {msg.data}; the robot holds where '
-                'the accepted motion ends'
+                f'the trajectory generator refused chunk {msg.sequence}: {msg.reason}; the '
+                'robot holds where the accepted motion ends'
             )
             self.get_logger().error(f'{goal.kind} aborted: {reason}')
             self.audio.stop()
             self.session.discard()
             result_type = Play.Result if goal.kind == 'play' else Hit.Result
             goal.finish('abort', result_type(success=False, reason=reason))
+
+    def _start_again(self, goal) -> None:
+        """Start ``goal`` again, as much later as its first chunk came too late (lock held)."""
+        late_s = max(0.0, self._now_s() - goal.start_s)
+        goal.late_starts += 1
+        self.session.discard()
+        chunks = self._begin(goal.begin, delay_s=late_s)
+        self._go(goal, chunks)
+        goal.note = (
+            f'started {late_s:.3f} s late: its first chunk reached the trajectory generator '
+            'after its start (a busy machine)'
+        )
+        self.get_logger().warning(f'{goal.kind} {goal.note}')
 
     def _on_hardware(self, msg: HardwareStatus) -> None:
         """The hardware latched: nothing after the latch was played."""

@@ -7,7 +7,8 @@ joints, absolute start stamps; the trajectory_generator validates and forwards t
 ``phil/hits`` (HitEvent, SOURCE_COMMANDED, once each hit's instant is ``ticks.HIT_CONFIRM_S``
 past, see below); subscribes
 ``trajectory_generator/commanded_state`` (the start pose; a play starts no earlier than its stamp)
-and ``trajectory_generator/rejected_chunks`` (a refused chunk aborts the running goal).
+and ``trajectory_generator/rejected_chunks`` (a refused chunk aborts the running goal; a first
+chunk refused for coming too late starts it again, see ``motion_stops``).
 
 Play goals: ``score`` is a play-list id (a path is refused and nothing is opened for it);
 ``speed`` 0 means 1.0, else 0.5..2.0; ``resume`` plays from ``start_bar`` (default: the saved
@@ -47,7 +48,6 @@ import threading
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
-from std_msgs.msg import String
 
 from phil_control.conversions import TimeBase, stamp_clock
 from phil_control.core.motion.validation import JointTable
@@ -68,7 +68,7 @@ from phil_control.score_player.services import PlayServices
 from phil_control.score_player.ticks import PlayTicks
 from phil_description.core import default_robot_model
 from phil_description.core.graph_key import GraphKey
-from phil_msgs.msg import HardwareStatus, HitEvent, TrajectoryChunk
+from phil_msgs.msg import ChunkRejection, HardwareStatus, HitEvent, TrajectoryChunk
 from phil_ros.executors import waiting_executor
 from phil_ros.graph_safety import sign_message
 from phil_ros.heartbeats import Liveness
@@ -160,7 +160,7 @@ class ScorePlayer(GoalServers, PlayTicks, PlayServices, MotionStops, Node):
             callback_group=group,
         )
         self.create_subscription(
-            String,
+            ChunkRejection,
             'trajectory_generator/rejected_chunks',
             self._on_rejected,
             10,

@@ -71,7 +71,7 @@ class PlayTicks:
                 result.resume_valid, result.resume_bar = True, point.bar
         else:
             result = Hit.Result(impact_time=self._timebase.stamp(goal.impact_s))
-        result.success, result.reason = kind == 'succeed', reason
+        result.success, result.reason = kind == 'succeed', reason or goal.note
         self._goal = None
         goal.finish(kind, result)
         self.get_logger().info(f'{goal.kind} ended: {reason or "done"}, {len(goal.hits)} hits')

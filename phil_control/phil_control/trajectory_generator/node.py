@@ -5,8 +5,8 @@ Topics: publishes ``hardware/trajectory_chunks`` (TrajectoryChunk, each publishe
 ``publish_lead_s`` before its start stamp) and ``~/commanded_state`` (sensor_msgs/JointState,
 transient local: positions at the end of the queued motion, stamped with the time they are
 reached); subscribes ``~/chunks`` (TrajectoryChunk from the score player: validated, forwarded,
-queued; a refused one is named on ``~/rejected_chunks``, std_msgs/String ``chunk <sequence>:
-<reason>``, so the score player can end its play) and ``hardware/motor_states`` (the initial
+queued; a refused one is named on ``~/rejected_chunks``, phil_msgs/ChunkRejection, so the
+score player can start again or end its play) and ``hardware/motor_states`` (the initial
 state, see below).
 Service: ``~/halt`` (phil_msgs/Trigger): drop queued motion and stop smoothly from the commanded
 sample ``publish_lead_s`` from now (one ``replace`` chunk); aborts every goal still moving.
@@ -57,13 +57,13 @@ to the planner and the topics.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import deque
 
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
-from std_msgs.msg import String
 
 from phil_control.conversions import TimeBase, stamp_clock
 from phil_control.core.motion import Chunk, MotionPlanner
@@ -75,7 +75,7 @@ from phil_control.trajectory_generator.motion import MotionQueue
 from phil_control.trajectory_generator.score_chunks import ScoreChunks
 from phil_description.core import default_robot_model
 from phil_description.core.graph_key import GraphKey
-from phil_msgs.msg import HardwareStatus, MotorStates, TrajectoryChunk
+from phil_msgs.msg import ChunkRejection, HardwareStatus, MotorStates, TrajectoryChunk
 from phil_msgs.srv import Trigger
 from phil_ros.executors import waiting_executor
 from phil_ros.heartbeats import Liveness
@@ -112,6 +112,7 @@ class TrajectoryGenerator(GoalServers, MotionQueue, ScoreChunks, HardwareState, 
         self._timebase = TimeBase(self._clock_ns())
         self._key = GraphKey.from_environment()
         self._latched = ''  # why the hardware is latched ('' while it is not)
+        self._refused_end_s = math.nan  # where the last chunk refused on ~/chunks ends
         self._measured = None  # the last measured positions (motor states)
         self._create_planner(initial)
         io_group = MutuallyExclusiveCallbackGroup()
@@ -155,7 +156,7 @@ class TrajectoryGenerator(GoalServers, MotionQueue, ScoreChunks, HardwareState, 
             None if self.config.stamp_clock == 'monotonic' else self._clock_ns,
         )
         self._state_pub = self.create_publisher(JointState, '~/commanded_state', LATCHED)
-        self._rejected_pub = self.create_publisher(String, '~/rejected_chunks', 10)
+        self._rejected_pub = self.create_publisher(ChunkRejection, '~/rejected_chunks', 10)
 
     def _create_subscriptions(self, group, *, measured: bool) -> None:
         """``~/chunks``, ``hardware/status`` and, when ``measured`` (no initial positions

@@ -15,6 +15,8 @@ requested speed. Upstream had no such limit; the trajectory generator rejects ch
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -99,13 +101,16 @@ class Playback:
         motion_lead_s: float = 0.0,
         pedal_lead_s: float = 0.0,
         play_list: PlayList | None = None,
+        sequences: Iterator[int] | None = None,
     ) -> None:
         """Plan DRUM START from `current_positions_rad` at wall time `start_s`.
 
         The motion runs `motion_lead_s` ahead of the music: `clock` is the motion's clock, and
         a hit's command time (the music's) is its strike point's time plus the lead. The
         pedals run `pedal_lead_s` further ahead (see `generate_window`). Improv chains the
-        scores of the source's folder through `play_list` (None: no chaining).
+        scores of the source's folder through `play_list` (None: no chaining). ``sequences``
+        numbers the chunks (a session's count, so no two of its plays share a number; a new
+        count from 1 when None).
 
         Raises:
             PlayAborted: The reset pose cannot be reached.
@@ -124,7 +129,7 @@ class Playback:
         self._state = state
         self._generated: list[_Generated] = []
         self._next_window = 0
-        self._sequence = 0
+        self._sequences = sequences if sequences is not None else itertools.count(1)
         self._replace_next = False
         self.hits: list[ScheduledHit] = []
         self.requested_speed = self.speed = speed
@@ -325,11 +330,10 @@ class Playback:
         score_end_s=None,
         bar=None,
     ) -> MotionChunk:
-        self._sequence += 1
         replace, self._replace_next = replace or self._replace_next, False
         chunk = MotionChunk(
             kind,
-            self._sequence,
+            next(self._sequences),
             float(times[0]),
             times,
             positions,

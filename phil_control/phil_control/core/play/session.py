@@ -22,7 +22,9 @@ arm has started moving towards a note that will not be played) and returns the r
 
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -109,6 +111,7 @@ class PlaySession(PlayStatus):
         self.resume_point: ResumePoint | None = None
         self.audio = ''
         self._chooser = WaistChooser(robot)
+        self._sequences = itertools.count(1)  # chunk numbers, never repeated in a session
 
     # ----------------------------------------------------------------------------- commands
     def start(
@@ -334,6 +337,7 @@ class PlaySession(PlayStatus):
         current_positions_rad: np.ndarray,
         speed: float,
         improv: bool,
+        sequences: Iterator[int] | None = None,
     ) -> Playback:
         """A playback of ``source`` with this session's settings (the real one, or `check`'s)."""
         return Playback(
@@ -348,6 +352,7 @@ class PlaySession(PlayStatus):
             self.motion_lead_s,
             self.pedal_lead_s,
             self.play_list,
+            sequences,
         )
 
     def _begin(
@@ -358,6 +363,8 @@ class PlaySession(PlayStatus):
         speed: float,
         improv: bool,
     ) -> list[MotionChunk]:
-        play = self._playback(source, now_s + self.margin_s, current_positions_rad, speed, improv)
+        play = self._playback(
+            source, now_s + self.margin_s, current_positions_rad, speed, improv, self._sequences
+        )
         self._play, self._reported = play, 0
         return [*play.drum_start(), *play.fill(now_s, self.extra_lookahead_s)]
