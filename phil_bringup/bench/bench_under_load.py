@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -59,8 +60,11 @@ def play_every_score(graph: RunningGraph, ids: list[str]) -> dict[str, str]:
     return outcomes
 
 
-def run_condition(ids: list[str], moves: int, launcher_args: tuple[str, ...]) -> dict:
-    """Start a graph, send the MOVEs, play the scores, QUIT; the condition's figures."""
+def run_condition(
+    ids: list[str], moves: int, launcher_args: tuple[str, ...], keep_logs: Path | None = None
+) -> dict:
+    """Start a graph, send the MOVEs, play the scores, QUIT; the condition's figures (the
+    run's logs copied to ``keep_logs`` when given)."""
     motor = default_robot_model(sim=True).joint(JOINT).motor
     resolution_rad = 0.5 * epos4.counts_to_position_rad(1, motor.gear_ratio)
     with tempfile.TemporaryDirectory() as folder:
@@ -83,6 +87,8 @@ def run_condition(ids: list[str], moves: int, launcher_args: tuple[str, ...]) ->
         hits = runlog.load_hits(graph.log_dir / 'hits.csv')
         impacts = runlog.load_impacts(graph.log_dir / 'impacts.jsonl')
         ticks = runlog.load_ticks(graph.log_dir / 'ticks.csv')
+        if keep_logs is not None:
+            shutil.copytree(graph.log_dir, keep_logs, dirs_exist_ok=True)
     timing = hit_timing(hits.instrument, hits.command_time_s, impacts.instrument, impacts.time_s)
     p50_ms, p99_ms = (
         percentiles(np.asarray(latencies_ms), (50.0, 99.0)) if latencies_ms else (None, None)
@@ -90,6 +96,9 @@ def run_condition(ids: list[str], moves: int, launcher_args: tuple[str, ...]) ->
     played = list(outcomes.values())
     return {
         'hit_timing': timing.in_ms()['all'],
+        'hit_p99_by_instrument_ms': {
+            name: item['p99_abs_error_ms'] for name, item in timing.in_ms()['instruments'].items()
+        },
         'command_latency': {
             'commands': moves,
             'p50_ms': None if p50_ms is None else round(p50_ms, 2),
@@ -131,6 +140,12 @@ def parse_arguments() -> argparse.Namespace:
         help="a parameter over its file, as the launcher's --param (repeatable), e.g. "
         'hardware.can_feedback_timeout_s=0.05 (the robot value)',
     )
+    parser.add_argument(
+        '--keep-logs',
+        type=Path,
+        metavar='DIR',
+        help="copy each condition's run logs to DIR/<condition> (hits.csv, impacts.jsonl, ...)",
+    )
     return parser.parse_args()
 
 
@@ -145,7 +160,8 @@ def main() -> int:
         hogs = args.hogs if condition == 'loaded' else 0
         print(f'[bench] {condition}: {hogs} CPU hog(s)', file=sys.stderr)
         with CpuHog(hogs):
-            rows[condition] = run_condition(ids, args.moves, launcher_args)
+            keep = args.keep_logs / condition if args.keep_logs else None
+            rows[condition] = run_condition(ids, args.moves, launcher_args, keep)
         line = {'bench': 'under_load', 'condition': condition, 'hogs': hogs, **rows[condition]}
         print(json.dumps(line), flush=True)
     loaded, idle = rows['loaded'], rows['idle']
