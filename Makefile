@@ -1,5 +1,5 @@
 # Entry points. Each installs what it needs first (tools/setup.sh is quick when nothing changed).
-.PHONY: setup run demo test bench lint clean
+.PHONY: setup run demo test test-cores bench lint clean
 
 setup:
 	@tools/setup.sh
@@ -12,6 +12,11 @@ demo: setup
 
 test:
 	@tools/test.sh
+
+# The ROS-free cores' tests on another Python without ROS: make test-cores PY=3.10
+PY ?= 3.10
+test-cores:
+	@tools/test_cores.sh $(PY)
 
 bench: setup
 	@tools/bench.sh

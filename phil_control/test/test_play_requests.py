@@ -3,10 +3,10 @@ list keeps its scores in its folder; improv and RESUME stay in it too; `write_pl
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import re
+import sys
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -62,23 +62,32 @@ def layout(tmp_path):
 
 @contextmanager
 def opened_files():
-    """Record every file opened through io.open / os.open (Path.open, read_text, open)."""
+    """Record every file opened (Python's ``open`` audit event: builtins.open, io.open, os.open
+    and pathlib alike, on every Python version)."""
     opened: list[str] = []
-    real_io_open, real_os_open = io.open, os.open
-
-    def io_open(file, *args, **kwargs):
-        opened.append(os.fspath(file) if not isinstance(file, int) else f'fd {file}')
-        return real_io_open(file, *args, **kwargs)
-
-    def os_open(path, *args, **kwargs):
-        opened.append(os.fspath(path))
-        return real_os_open(path, *args, **kwargs)
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(io, 'open', io_open)
-        patch.setattr(os, 'open', os_open)
-        patch.setattr('builtins.open', io_open)
+    _RECORDERS.append(opened)
+    try:
         yield opened
+    finally:
+        _RECORDERS.remove(opened)
+
+
+_RECORDERS: list[list[str]] = []
+
+
+def _record_open(event: str, args: tuple) -> None:
+    if event != 'open' or not _RECORDERS:
+        return
+    path = args[0]
+    name = f'fd {path}' if isinstance(path, int) else os.fspath(path)
+    if not str(name).endswith(_MODULE_FILES):  # the import system loading a module (a codec)
+        _RECORDERS[-1].append(name)
+
+
+_MODULE_FILES = ('.py', '.pyc', '.so')
+
+
+sys.addaudithook(_record_open)  # a hook stays for the process; it records only when asked
 
 
 def _start(session, robot, score, **kwargs):
