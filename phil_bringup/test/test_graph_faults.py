@@ -139,8 +139,8 @@ def test_estop_latches_with_each_node_of_the_motion_path_stopped(graph):
             # The planner takes motions again once it has heard the resumed node itself (its
             # next heartbeat, twice a second), which can be just after the hardware did and
             # the RESET went through: until then PLAY is refused with that reason.
-            assert wait_until(lambda: robot.line('PLAY|rock') == 'OK|PLAY', 10.0), robot.text()
-            assert robot.brain.wait_state({'PLAYING'}, 10.0) == 'PLAYING'
+            assert wait_until(lambda: robot.line('PLAY|rock') == 'OK|PLAY', 10.0), robot.story()
+            assert robot.brain.wait_state({'PLAYING'}, 10.0) == 'PLAYING', robot.story()
         pid = robot.pid_of(node)
         os.kill(pid, signal.SIGSTOP)
         try:

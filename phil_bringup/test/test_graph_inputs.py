@@ -303,13 +303,13 @@ def test_no_client_locks_out_or_starves_another_and_a_burst_starves_no_drive(gra
         for client in idle:
             client.close()
     robot.reconnect()
-    assert robot.brain.wait_state({'IDLE'}, 10.0) == 'IDLE', robot.text()
+    assert robot.brain.wait_state({'IDLE'}, 10.0) == 'IDLE', robot.story()
     # ESTOP and at once RESET, as a client does on its own: the hardware may latch and clear
     # between two of its statuses; every RESET still brings the robot back.
     for _ in range(5):
         assert robot.line('ESTOP').startswith('OK|ESTOP')
         assert robot.line('RESET').startswith('OK|RESET')
-        assert robot.brain.wait_state({'IDLE'}, 10.0) == 'IDLE', robot.text()
+        assert robot.brain.wait_state({'IDLE'}, 10.0) == 'IDLE', robot.story()
     # 50 LOOKs in one write: one reply each, in order; those beyond the motion queue refused
     # with the reason; the simulated drives keep answering (no FEEDBACK_TIMEOUT).
     burst = ack_client(robot.tcp_port)

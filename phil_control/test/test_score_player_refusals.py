@@ -209,6 +209,27 @@ def test_the_hardware_latch_ends_the_play_and_no_later_hit_is_reported(harness):
     assert h.audio.calls[-1] == ('stop',)
 
 
+def test_a_latch_that_came_and_went_unseen_ends_the_play_at_the_status_before_it(harness):
+    """ESTOP and at once RESET: the only status that reaches us counts the RESET. Nothing after
+    the status before it is reported as played."""
+    h = harness()
+    statuses = h.probe.create_publisher(HardwareStatus, '/hardware/status', LATCHED)
+    handle = h.send('play', score='long')
+    assert h.spin_until(lambda: any(hit.bar >= 2 for hit in h.hits))
+    clear = HardwareStatus(lifecycle_state='active')
+    clear.header.stamp.sec, clear.header.stamp.nanosec = divmod(h.clock(), NS)
+    statuses.publish(clear)
+    assert h.spin_until(lambda: h.node._hardware_seen is not None)
+    statuses.publish(HardwareStatus(lifecycle_state='active', resets_granted=1))
+    future = handle.get_result_async()
+    assert h.spin_until(future.done)
+    response = future.result()
+    assert response.status == GoalStatus.STATUS_ABORTED
+    assert 'the hardware latched and a RESET cleared it' in response.result.reason
+    h.spin_until(lambda: False, 1.0)  # 10 s of play time at this clock
+    assert h.hits and max(_ns(hit.command_time) for hit in h.hits) <= _ns(clear.header.stamp)
+
+
 def test_an_exception_while_starting_aborts_the_goal_and_the_node_plays_on(harness, monkeypatch):
     h = harness()
 

@@ -166,6 +166,23 @@ def test_goals_and_score_chunks_from_outside_the_graph_are_refused(harness):
     assert list(h.states[-1].position) == pytest.approx(MODEL.poses['ready'])
 
 
+def test_a_latch_that_came_and_went_unseen_ends_goals_and_drops_queued_motion(harness):
+    """ESTOP and at once RESET: the only status that reaches us counts the RESET; the hardware
+    dropped its queue at the latch, so nothing queued here may follow after the RESET."""
+    h = harness()
+    statuses = h.probe.create_publisher(HardwareStatus, '/hardware/status', LATCHED)
+    statuses.publish(HardwareStatus(lifecycle_state='active'))
+    handle = h.send('move', joint_names=['right_elbow'], positions_rad=[1.2], duration_s=4.0)
+    assert h.spin_until(lambda: h.chunks)
+    statuses.publish(HardwareStatus(lifecycle_state='active', resets_granted=1))
+    response = h.result(handle)
+    assert response.status == GoalStatus.STATUS_ABORTED
+    assert 'a latch that a RESET cleared' in response.result.reason
+    published = len(h.chunks)
+    h.spin_for(1.0)
+    assert len(h.chunks) == published  # the rest of the move was dropped
+
+
 def test_the_hardware_latch_ends_goals_drops_queued_motion_and_the_measured_pose_follows(harness):
     h = harness()
     latch = h.probe.create_publisher(HardwareStatus, '/hardware/status', LATCHED)

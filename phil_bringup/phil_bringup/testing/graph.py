@@ -144,6 +144,17 @@ class RunningGraph:
     def text(self) -> str:
         return ''.join(self.output[-200:])
 
+    def story(self, lines: int = 30) -> str:
+        """`text` and the last ``lines`` of the command path's logs: what a failed assertion
+        should show, since CI keeps no log folder."""
+        parts = [self.text()]
+        for name in ('behavior_planner', 'score_player', 'trajectory_generator', 'hardware'):
+            path = self.log_dir / f'{name}.log'
+            if path.is_file():
+                tail = path.read_text(errors='replace').splitlines()[-lines:]
+                parts.append(f'--- {name}.log\n' + '\n'.join(tail))
+        return '\n'.join(parts)
+
     def _connect(self) -> None:
         if self.brain is None:
             self.brain = BrainConnection(self.tcp_port, timeout_s=0.0)

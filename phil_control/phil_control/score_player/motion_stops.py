@@ -66,7 +66,16 @@ class MotionStops:
         self.get_logger().warning(f'{goal.kind} {goal.note}')
 
     def _on_hardware(self, msg: HardwareStatus) -> None:
-        """The hardware latched: nothing after the latch was played."""
+        """The hardware latched: nothing after the latch was played. A latch can also come and
+        go between two statuses that reach us (they keep depth 1; ESTOP and at once RESET):
+        the count of granted RESETs says so, and nothing after the status before it was."""
+        with self._lock:
+            before, self._hardware_seen = self._hardware_seen, msg
+            if before is not None and msg.resets_granted > before.resets_granted:
+                self._motion_stopped(
+                    self._timebase.from_stamp(before.header.stamp),
+                    'the hardware latched and a RESET cleared it',
+                )
         if not (msg.estop or msg.faults):
             return
         stamps = [

@@ -97,6 +97,7 @@ class ScorePlayer(GoalServers, PlayTicks, PlayServices, MotionStops, Node):
         # stopped halfway (a refused parameter, Ctrl-C) is still destroyed by rclpy's shutdown.
         self._lock = threading.Lock()
         self._goal: Goal | None = None
+        self._hardware_seen: HardwareStatus | None = None  # the last hardware status
         self._closing = False
         self.audio: AudioPlayer = SilentPlayer()  # until the parameters choose one
         self._hit_log: HitLog | None = None

@@ -15,15 +15,20 @@ class HardwareState:
 
     def _on_hardware(self, msg: HardwareStatus) -> None:
         """Follow the hardware latch: on it, end every goal, drop queued chunks and start the
-        commanded state over from the measured pose."""
+        commanded state over from the measured pose. A latch that came and went between two
+        statuses that reach us (they keep depth 1; ESTOP and at once RESET) counts too: the
+        count of granted RESETs says so."""
         reason = ''
         if msg.estop or msg.faults:
             reason = msg.faults[0].reason if msg.faults else 'emergency stop'
         with self._lock:
-            latched_now = reason and not self._latched
+            unseen = msg.resets_granted > self._resets_granted and not self._latched
+            self._resets_granted = msg.resets_granted
+            latched_now = (reason and not self._latched) or unseen
             self._latched = reason
             if not latched_now:
                 return
+            reason = reason or 'a latch that a RESET cleared'
             now = self._now_s()
             for goal in list(self._goals):
                 self._resolve(goal, 'abort', f'the hardware latched: {reason}')

@@ -112,6 +112,7 @@ class TrajectoryGenerator(GoalServers, MotionQueue, ScoreChunks, HardwareState, 
         self._timebase = TimeBase(self._clock_ns())
         self._key = GraphKey.from_environment()
         self._latched = ''  # why the hardware is latched ('' while it is not)
+        self._resets_granted = 0  # the hardware's count of granted RESETs, last seen
         self._refused_end_s = math.nan  # where the last chunk refused on ~/chunks ends
         self._measured = None  # the last measured positions (motor states)
         self._create_planner(initial)
