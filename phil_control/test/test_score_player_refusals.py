@@ -129,9 +129,7 @@ def test_a_refused_chunk_ends_the_play_with_the_reason_and_nothing_more_moves(ha
     assert h.spin_until(lambda: len(h.hits) >= 2)
     # Late, but not the first chunk: the robot already plays this start, it cannot restart.
     h.refuse(h.chunks[6], 'LATE', 'starts in the past: 0.2 s')
-    future = handle.get_result_async()
-    assert h.spin_until(future.done)
-    response = future.result()
+    response = h.ended(handle)
     assert response.status == GoalStatus.STATUS_ABORTED
     assert f'refused chunk {h.chunks[6].sequence}: starts in the past' in response.result.reason
     h.spin_until(lambda: False, 0.5)  # chunks already in flight arrive
@@ -175,9 +173,7 @@ def test_a_start_late_again_and_again_ends_the_goal_with_the_reason(harness):
             h.refuse(start[0], 'LATE', 'starts in the past: 0.3 s')
             if late < MAX_LATE_STARTS:
                 start = h.hit_chunks_after(count)
-        future = handle.get_result_async()
-        assert h.spin_until(future.done)
-    response = future.result()
+        response = h.ended(handle)
     assert response.status == GoalStatus.STATUS_ABORTED
     assert 'starts in the past' in response.result.reason
     assert not h.hits
@@ -196,9 +192,7 @@ def test_the_hardware_latch_ends_the_play_and_no_later_hit_is_reported(harness):
     fault.stamp.sec, fault.stamp.nanosec = divmod(latched_ns, NS)
     status.faults = [fault]
     latch.publish(status)
-    future = handle.get_result_async()
-    assert h.spin_until(future.done)
-    response = future.result()
+    response = h.ended(handle)
     assert response.status == GoalStatus.STATUS_ABORTED
     assert 'the hardware latched: emergency stop' in response.result.reason
     h.spin_until(lambda: False, 1.0)  # 10 s of play time at this clock
@@ -221,9 +215,7 @@ def test_a_latch_that_came_and_went_unseen_ends_the_play_at_the_status_before_it
     statuses.publish(clear)
     assert h.spin_until(lambda: h.node._hardware_seen is not None)
     statuses.publish(HardwareStatus(lifecycle_state='active', resets_granted=1))
-    future = handle.get_result_async()
-    assert h.spin_until(future.done)
-    response = future.result()
+    response = h.ended(handle)
     assert response.status == GoalStatus.STATUS_ABORTED
     assert 'the hardware latched and a RESET cleared it' in response.result.reason
     h.spin_until(lambda: False, 1.0)  # 10 s of play time at this clock

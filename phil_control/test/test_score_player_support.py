@@ -212,14 +212,19 @@ class Harness:
         assert future.result().accepted  # bad goals are accepted, then aborted with a reason
         return future.result()
 
+    def ended(self, handle, timeout_s: float = 20.0):
+        """The goal's result, once it has ended (whatever the chunks sent so far do)."""
+        future = handle.get_result_async()
+        assert self.spin_until(future.done, timeout_s)
+        return future.result()
+
     def result(self, handle, timeout_s: float = 20.0):
         """The goal's result, once the messages published before it have been taken in too
         (the last chunk ends at ready, every counted hit is here)."""
-        future = handle.get_result_async()
-        assert self.spin_until(future.done, timeout_s)
-        hits = getattr(future.result().result, 'hits_played', 0)
+        response = self.ended(handle, timeout_s)
+        hits = getattr(response.result, 'hits_played', 0)
         assert self.spin_until(lambda: len(self.hits) >= hits and self._at_ready())
-        return future.result()
+        return response
 
     def sent_hit(self, **fields):
         """A HIT goal and every chunk of its start."""

@@ -172,12 +172,19 @@ def test_a_latch_that_came_and_went_unseen_ends_goals_and_drops_queued_motion(ha
     h = harness()
     statuses = h.probe.create_publisher(HardwareStatus, '/hardware/status', LATCHED)
     statuses.publish(HardwareStatus(lifecycle_state='active'))
+    reset = HardwareStatus(lifecycle_state='active', resets_granted=1)
+    _move_ended_by(h, statuses, reset, 'a latch that a RESET cleared')
+
+
+def _move_ended_by(h, statuses, status: HardwareStatus, reason: str) -> None:
+    """A MOVE under way, then ``status`` published: the goal ends with ``reason`` and the rest
+    of the move is dropped."""
     handle = h.send('move', joint_names=['right_elbow'], positions_rad=[1.2], duration_s=4.0)
     assert h.spin_until(lambda: h.chunks)
-    statuses.publish(HardwareStatus(lifecycle_state='active', resets_granted=1))
+    statuses.publish(status)
     response = h.result(handle)
     assert response.status == GoalStatus.STATUS_ABORTED
-    assert 'a latch that a RESET cleared' in response.result.reason
+    assert reason in response.result.reason
     published = len(h.chunks)
     h.spin_for(1.0)
     assert len(h.chunks) == published  # the rest of the move was dropped
@@ -195,21 +202,13 @@ def test_the_hardware_latch_ends_goals_drops_queued_motion_and_the_measured_pose
         )
     )
     assert h.spin_until(lambda: np.allclose(h.states[-1].position, MODEL.poses['home']))
-    handle = h.send('move', joint_names=['right_elbow'], positions_rad=[1.2], duration_s=4.0)
-    assert h.spin_until(lambda: h.chunks)
-    latch.publish(
-        HardwareStatus(
-            lifecycle_state='active',
-            estop=True,
-            faults=[Fault(code=Fault.CODE_ESTOP, reason='emergency stop (ESTOP word)')],
-        )
+    estop = HardwareStatus(
+        lifecycle_state='active',
+        estop=True,
+        faults=[Fault(code=Fault.CODE_ESTOP, reason='emergency stop (ESTOP word)')],
     )
-    response = h.result(handle)
-    assert response.status == GoalStatus.STATUS_ABORTED
-    assert 'the hardware latched: emergency stop' in response.result.reason
+    _move_ended_by(h, latch, estop, 'the hardware latched: emergency stop')
     published = len(h.chunks)
-    h.spin_for(1.0)
-    assert len(h.chunks) == published  # the rest of the move was dropped
     # A score chunk still in flight when the latch came is refused: it neither goes to the
     # hardware nor moves the commanded state (the next motion would start where it ends).
     held = list(h.states[-1].position)

@@ -11,6 +11,7 @@ and the goal's result say how late. A goal starts again at most ``MAX_LATE_START
 
 from __future__ import annotations
 
+from phil_control.core.motion import RejectReason
 from phil_control.score_player import conversions as convert
 from phil_description.core.liveness import NodeDown
 from phil_msgs.action import Hit, Play
@@ -35,7 +36,7 @@ class MotionStops:
             if goal is None or msg.sequence < goal.first_sequence:
                 return  # a chunk of a start that was started again
             if (
-                msg.code == 'LATE'
+                msg.code == RejectReason.LATE.name
                 and msg.sequence == goal.first_sequence
                 and goal.late_starts < MAX_LATE_STARTS
             ):
