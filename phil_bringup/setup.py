@@ -17,7 +17,7 @@ setup(
         (f'share/{PACKAGE}/launch', glob('launch/*.py')),
     ],
     install_requires=['setuptools'],
-    tests_require=['pytest'],
+    extras_require={'test': ['pytest']},
     zip_safe=True,
     maintainer='Phil maintainers',
     maintainer_email='phil-maintainers@kist.re.kr',

@@ -13,7 +13,7 @@ setup(
         (f'share/{PACKAGE}', ['package.xml']),
     ],
     install_requires=['setuptools'],
-    tests_require=['pytest'],
+    extras_require={'test': ['pytest']},
     zip_safe=True,
     maintainer='Phil maintainers',
     maintainer_email='phil-maintainers@kist.re.kr',

@@ -6,14 +6,19 @@ container's include directories, and CMake refuses a target that "includes non-e
 
 from __future__ import annotations
 
+import re
 import sys
 import sysconfig
 from pathlib import Path
 
 import numpy
 
-BUILDER_PYTHON_INCLUDE = '/opt/python/cp311-cp311/include/python3.11'
-BUILDER_NUMPY_INCLUDE = '/opt/python/cp311-cp311/lib/python3.11/site-packages/numpy/_core/include'
+# The builder's CPython (cp311 for Kilted's wheels, cp312 for Jazzy's on 3.12, ...).
+BUILDER_PYTHON = r'/opt/python/cp3\d+-cp3\d+'
+BUILDER_NUMPY_INCLUDE = re.compile(
+    BUILDER_PYTHON + r'/lib/python3\.\d+/site-packages/numpy/_core/include'
+)
+BUILDER_PYTHON_INCLUDE = re.compile(BUILDER_PYTHON + r'/include/python3\.\d+')
 
 
 def fix_prefix(prefix: Path) -> int:
@@ -27,7 +32,7 @@ def fix_prefix(prefix: Path) -> int:
         text = cmake_file.read_text()
         fixed = text
         for old, new in replacements.items():
-            fixed = fixed.replace(old, new)
+            fixed = old.sub(lambda _match, new=new: new, fixed)
         if fixed != text:
             cmake_file.write_text(fixed)
             changed += 1

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Run every test of the workspace with `colcon test` and print a readable summary.
+# Run every test of the workspace with `colcon test` and print a readable summary, on the ROS 2
+# tools/workspace.sh picks (PHIL_ROS=kilted, the default, or jazzy; or a sourced install).
 # Exit status: 0 only when every package's tests ran and none failed.
 set -euo pipefail
 
@@ -24,5 +25,5 @@ colcon test --paths phil_msgs phil_description phil_ros phil_control phil_hardwa
   --executor sequential --event-handlers console_cohesion+ summary+ \
   --return-code-on-test-failure "$@" || status=$?
 
-python "$root/tools/test_summary.py" build || status=$?
+python "$root/tools/test_summary.py" "$phil_build" || status=$?
 exit "$status"

@@ -52,9 +52,12 @@ def test_by_default_every_process_reads_the_loopback_profile_and_leaves_discover
 
 
 def test_each_distro_gets_the_variable_its_fast_dds_reads():
-    jazzy = dds_scope({'ROS_DISTRO': 'jazzy'}, PROFILE, network=False).changes
-    assert jazzy['FASTRTPS_DEFAULT_PROFILES_FILE'] == PROFILE
-    assert 'FASTDDS_DEFAULT_PROFILES_FILE' not in jazzy
+    for jazzy_environ in ({'ROS_DISTRO': 'jazzy'}, {'PHIL_ROS': 'jazzy'}):  # sourced, wheels
+        jazzy = dds_scope(jazzy_environ, PROFILE, network=False).changes
+        assert jazzy['FASTRTPS_DEFAULT_PROFILES_FILE'] == PROFILE, jazzy_environ
+        assert 'FASTDDS_DEFAULT_PROFILES_FILE' not in jazzy
+    kilted = dds_scope({'PHIL_ROS': 'kilted'}, PROFILE, network=False).changes
+    assert kilted['FASTDDS_DEFAULT_PROFILES_FILE'] == PROFILE
     # Humble's Fast DDS has no interface allowlist: its rmw's localhost-only mode instead.
     humble = dds_scope(
         {'ROS_DISTRO': 'humble', 'FASTRTPS_DEFAULT_PROFILES_FILE': PROFILE}, PROFILE, network=False
@@ -150,7 +153,8 @@ def _after_env_sh(environ: dict[str, str]) -> dict[str, str]:
     script = f'source {ROOT}/tools/env.sh >/dev/null; ' + '; '.join(
         f'echo "{name}=${{{name}-<unset>}}"' for name in names
     )
-    base = {key: value for key, value in os.environ.items() if key not in (*names, 'ROS_DISTRO')}
+    chosen = ('ROS_DISTRO', 'PHIL_ROS', 'COLCON_DEFAULTS_FILE', 'COLCON_LOG_PATH')
+    base = {key: value for key, value in os.environ.items() if key not in (*names, *chosen)}
     done = subprocess.run(
         ['bash', '-c', script],
         env={**base, **environ},
@@ -170,15 +174,17 @@ def _after_env_sh(environ: dict[str, str]) -> dict[str, str]:
         {LOCALHOST_ONLY_VARIABLE: '1'},
         {**KILTED, 'FASTDDS_DEFAULT_PROFILES_FILE': '/home/me/tuned.xml'},
         {'ROS_DISTRO': 'jazzy'},
+        {'PHIL_ROS': 'jazzy'},
         {'ROS_DISTRO': 'humble', LOCALHOST_ONLY_VARIABLE: '0'},
     ],
-    ids=['kilted', 'localhost-only', 'users-profile', 'jazzy', 'humble'],
+    ids=['kilted', 'localhost-only', 'users-profile', 'jazzy', 'jazzy-wheels', 'humble'],
 )
 def test_env_sh_follows_the_same_rules(environ):
     """A sourced shell (make run / test / bench) gets what the launcher would set."""
     expected = dict(environ)
     expected.pop('ROS_DOMAIN_ID', None)
     expected.pop('ROS_DISTRO', None)
+    expected.pop('PHIL_ROS', None)
     dds_scope(environ, PROFILE, network=False).apply(expected)
     got = _after_env_sh(environ)
     for name in PROFILE_VARIABLES:  # the source tree's copy there, the installed one here

@@ -11,12 +11,12 @@ from workspace import ROOT
 
 
 def readme_commands():
-    return re.findall(r'^\s*(make \w+)\s*$', (ROOT / 'README.md').read_text(), re.MULTILINE)
+    return re.findall(r'^\s*(make [\w-]+)\s*$', (ROOT / 'README.md').read_text(), re.MULTILINE)
 
 
 def test_readme_names_the_run_and_test_commands():
     commands = readme_commands()
-    assert 'make run' in commands and 'make test' in commands
+    assert 'make run' in commands and 'make test-all' in commands
 
 
 def test_ci_runs_exactly_the_readme_test_command():
@@ -25,13 +25,20 @@ def test_ci_runs_exactly_the_readme_test_command():
         for line in (ROOT / '.ci' / 'run').read_text().splitlines()
         if line.strip() and not line.startswith('#')
     ]
-    assert lines[-1] == 'make test'
-    assert 'make test' in readme_commands()
+    assert lines[-1] == 'make test-all'
+    assert 'make test-all' in readme_commands()
+
+
+def test_the_test_command_runs_the_three_suites():
+    suites = (ROOT / 'tools' / 'test_all.sh').read_text()
+    for suite in ('PHIL_ROS=kilted tools/test.sh', 'PHIL_ROS=jazzy tools/test.sh'):
+        assert suite in suites
+    assert 'tools/test_cores.sh 3.10' in suites
 
 
 def test_makefile_has_the_entry_points():
-    targets = set(re.findall(r'^([a-z]+):', (ROOT / 'Makefile').read_text(), re.MULTILINE))
-    assert {'setup', 'run', 'test', 'bench'} <= targets
+    targets = set(re.findall(r'^([a-z-]+):', (ROOT / 'Makefile').read_text(), re.MULTILINE))
+    assert {'setup', 'run', 'test', 'test-all', 'test-cores', 'bench', 'lint'} <= targets
 
 
 def test_colcon_meta_is_valid_and_names_real_packages():

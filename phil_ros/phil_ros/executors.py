@@ -1,7 +1,7 @@
 """Which executor a node spins on, and companion nodes spun beside it.
 
 This is the one place that picks between rclpy versions' executors (the EventsExecutor exists
-from Kilted on).
+from rclpy 7.1 on; Humble's rclpy has none).
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ from rclpy.node import Node
 SHUTDOWN_POLL_PERIOD_S = 0.1
 
 
-def fastest_executor() -> Executor:
-    """rclpy's EventsExecutor where it exists (Kilted on), else a SingleThreadedExecutor.
+def fastest_executor(context: Context | None = None) -> Executor:
+    """rclpy's EventsExecutor where it exists (rclpy 7.1 on: Jazzy's later releases and
+    Kilted), else a SingleThreadedExecutor (Humble).
 
     Only for nodes whose callbacks all return promptly: the EventsExecutor runs a pending
     coroutine again at once, so a coroutine that awaits (an action goal waiting for its end)
@@ -27,8 +28,8 @@ def fastest_executor() -> Executor:
     try:
         from rclpy.experimental import EventsExecutor
     except ImportError:
-        return SingleThreadedExecutor()
-    return EventsExecutor()
+        return SingleThreadedExecutor(context=context)
+    return EventsExecutor(context=context)
 
 
 def waiting_executor(context: Context | None = None) -> Executor:

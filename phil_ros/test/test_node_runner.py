@@ -181,7 +181,8 @@ def test_a_teardown_that_hangs_holding_the_gil_still_ends_the_process(domain_env
 
 def test_a_coroutine_waiting_on_the_waiting_executor_is_woken_by_the_completion_alone():
     """While the coroutine waits the executor sleeps (no busy loop: a handful of rounds in
-    all), and the completion wakes it (a round that would otherwise sleep for a minute)."""
+    all), and the completion wakes it (a round that would otherwise sleep for a minute).
+    rclpy 9 needs 3 rounds, rclpy 7 (Jazzy) 4: a busy loop would use all 10."""
     from phil_ros.executors import waiting_executor
     from phil_ros.waking_future import complete, waking_future
 
@@ -208,7 +209,7 @@ def test_a_coroutine_waiting_on_the_waiting_executor_is_woken_by_the_completion_
         executor.shutdown()
         node.destroy_node()
     assert task.result() == 'ended'
-    assert rounds <= 3, f'{rounds} executor rounds while waiting'
+    assert rounds <= 4, f'{rounds} executor rounds while waiting'
 
 
 FREEZE_PROBE = textwrap.dedent("""

@@ -69,6 +69,13 @@ def profile_variable(distro: str) -> str | None:
     )
 
 
+def ros_distro(environ: Mapping[str, str]) -> str:
+    """The ROS 2 distro of the environment: a sourced install names it in ROS_DISTRO, the
+    workspace's PyPI wheels in PHIL_ROS (set by tools/env.sh; '' and 'kilted' alike mean
+    Kilted)."""
+    return environ.get('ROS_DISTRO') or environ.get('PHIL_ROS', '')
+
+
 def is_loopback_profile(path: str) -> bool:
     """A profile setting that names this package's loopback profile (source or install)."""
     return bool(path) and PurePath(path).name == LOOPBACK_PROFILE
@@ -83,7 +90,7 @@ def dds_scope(environ: Mapping[str, str], profile_path: str, network: bool) -> D
         network: Leave Fast DDS's built-in transports (every interface) in place.
     """
     scope = DdsScope()
-    distro = environ.get('ROS_DISTRO', '')
+    distro = ros_distro(environ)
     ours = [name for name in PROFILE_VARIABLES if is_loopback_profile(environ.get(name, ''))]
     users = [name for name in PROFILE_VARIABLES if environ.get(name) and name not in ours]
     discovery_range = environ.get(RANGE_VARIABLE, '')
