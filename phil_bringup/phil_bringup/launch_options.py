@@ -26,7 +26,10 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=DESCRIPTION)
     _add_robot_and_connection_options(parser)
     _add_node_options(parser)
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.bringup_can and not args.real:
+        parser.error('--bringup-can brings up the real CAN interfaces: it needs --real')
+    return args
 
 
 def _add_robot_and_connection_options(parser: argparse.ArgumentParser) -> None:
@@ -35,6 +38,12 @@ def _add_robot_and_connection_options(parser: argparse.ArgumentParser) -> None:
         '--real',
         action='store_true',
         help='drive the real robot (can0..3, /dev/ttyUSB0) instead of the simulators',
+    )
+    parser.add_argument(
+        '--bringup-can',
+        action='store_true',
+        help='with --real: first reset the USB-CAN adapters and bring the CAN interfaces up '
+        '(phil bringup-can; needs root)',
     )
     parser.add_argument(
         '--log-dir', type=Path, default=None, help='run folder for process output and CSV logs'

@@ -293,6 +293,9 @@ def main(argv: list[str] | None = None) -> int:
     dds = _scope_dds(args.network)
     if dds is None:
         return 1
+    if args.bringup_can and _bring_up_can() != 0:
+        print('[phil] the CAN interfaces are not ready (above); not starting', file=sys.stderr)
+        return 1
     launcher = Launcher(processes_for(sim, args.composed), sim, args.log_dir, overrides)
     print(
         f'[phil] robot: {"simulated" if sim else "REAL"}; ROS_DOMAIN_ID='
@@ -311,6 +314,14 @@ def main(argv: list[str] | None = None) -> int:
     status = status or stopped  # why the graph ended first (a refused configuration: 78)
     print('[phil] stopped', flush=True)
     return status
+
+
+def _bring_up_can() -> int:
+    """``phil bringup-can`` before the graph starts (``--bringup-can``)."""
+    from phil_bringup.cli import bringup_can
+
+    print('[phil] bringing the CAN interfaces up (phil bringup-can)', flush=True)
+    return bringup_can.bringup_can(bringup_can.default_arguments())
 
 
 def _scope_dds(network: bool) -> DdsScope | None:

@@ -10,6 +10,7 @@ Examples:
     phil pause | resume | stop | estop | reset | quit ; phil speed 0.8
     phil send 'LOOK|0|10'              (raw protocol line over TCP 1951, acknowledged mode)
     phil plot runs/demo [--out DIR]    (figures and hit timing of a run's log folder)
+    sudo phil bringup-can [--dry-run]  (reset the USB-CAN adapters, bring can0..can3 up)
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import math
 import signal
 import sys
 
+from phil_bringup.cli import bringup_can
 from phil_bringup.cli.render import StatusView, parse_joint_targets, render_status
 from phil_bringup.cli.tcp_client import DEFAULT_HOST, DEFAULT_PORT, send_lines
 from phil_bringup.plots import cli as plots
@@ -77,6 +79,11 @@ def build_parser() -> argparse.ArgumentParser:
     send.add_argument('--no-ack', action='store_true', help='upstream mode: no replies')
     plots.add_arguments(
         commands.add_parser('plot', help="figures (PNG) and hit timing of a run's log folder")
+    )
+    bringup_can.add_arguments(
+        commands.add_parser(
+            'bringup-can', help="reset the USB-CAN adapters and bring the URDF's CAN buses up"
+        )
     )
     return parser
 
@@ -194,6 +201,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == 'plot':
             return plots.plot_run(args.run, args.out, args.window_ms)
+        if args.command == 'bringup-can':
+            return bringup_can.bringup_can(args)
         if args.command == 'send':
             for reply in send_lines(args.lines, args.host, args.port, not args.no_ack):
                 print(reply)

@@ -168,7 +168,7 @@ class TrajectoryGenerator(GoalServers, MotionQueue, ScoreChunks, HardwareState, 
         # Measured joints only seed the initial state (ignored once something was commanded).
         # The subscription stays: destroying it from a callback races the executor's wait set
         # in another thread (InvalidHandle). It reads the 20 Hz motor states, not the 100 Hz
-        # joint_states: every delivery costs a wake of this multi-threaded executor.
+        # joint_states: every delivery costs a wake of the executor.
         if measured:
             self.create_subscription(
                 MotorStates,

@@ -79,12 +79,15 @@ class DynamixelParams(MotorParams):
 
 @dataclass(frozen=True)
 class CanBusParams:
-    """One CAN bus: the python-can interface and channel, and the bitrate."""
+    """One CAN bus: the python-can interface and channel, the bitrate, and the interface
+    settings ``phil bringup-can`` gives it (defaults: the kernel's for a new CAN interface)."""
 
     name: str
     interface: str
     channel: str
     bitrate: int
+    restart_ms: int = 0  # automatic restart this long after bus-off (0: never)
+    txqueuelen: int = 10  # transmit queue, frames
 
 
 @dataclass(frozen=True)
@@ -214,6 +217,8 @@ def parse_hardware(block: Ros2ControlBlock, source: str) -> HardwareConfig:
             interface=reader.text(f'{name}.interface'),
             channel=reader.text(f'{name}.channel'),
             bitrate=reader.integer(f'{name}.bitrate', 10_000, 8_000_000),
+            restart_ms=reader.integer(f'{name}.restart_ms', 0, 60_000),
+            txqueuelen=reader.integer(f'{name}.txqueuelen', 1, 1_000_000),
         )
     serial_buses = {}
     for name in reader.text('serial_buses').split():
