@@ -179,7 +179,7 @@ FAKE_IP = textwrap.dedent("""
     with open(os.environ['FAKE_NET_LOG'], 'a') as log:
         log.write(json.dumps(['ip', *sys.argv[1:]]) + '\\n')
     args = sys.argv[1:]
-    if args == ['-details', '-json', 'link', 'show']:
+    if args == ['-details', '-statistics', '-json', 'link', 'show']:
         links = []
         for name, link in state['links'].items():
             info = {'info_kind': link['kind']}
@@ -257,7 +257,7 @@ def _can(up: bool, bitrate: int | None = None, restart_ms: int = 0, txqlen: int 
 
 
 LOOPBACK = {'lo': {'kind': '', 'up': True, 'txqlen': 1000}}
-SHOW = ['ip', '-details', '-json', 'link', 'show']
+SHOW = ['ip', '-details', '-statistics', '-json', 'link', 'show']
 
 
 def test_a_listed_host_gets_its_adapters_reset_then_every_interface_configured(tmp_path):

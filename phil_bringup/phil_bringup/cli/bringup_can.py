@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from phil_bringup.core.can_bringup import (
+    IP_LINKS,
     BringupError,
     CanInterfaceSettings,
     Step,
@@ -110,13 +111,13 @@ def bringup_can(
                 why = f'{host} has no adapters to reset in {table.source}'
             print(f'adapter reset: none ({why})')
         _carry_out(steps, run, sleep, args.dry_run)
-        plan = plan_configure(wanted, _links(run), table.settle_s, host, table.source)
+        plan = plan_configure(wanted, read_links(run), table.settle_s, host, table.source)
         for line in plan.unchanged:
             print(line)
         _carry_out(plan.steps, run, sleep, args.dry_run)
         if args.dry_run:
             return 0
-        problems = misconfigured(wanted, _links(run))
+        problems = misconfigured(wanted, read_links(run))
     except BringupError as error:
         print(f'phil bringup-can: {error}', file=sys.stderr)
         return 1
@@ -127,10 +128,11 @@ def bringup_can(
     return 1 if problems else 0
 
 
-def _links(run) -> dict:
-    done = run(('ip', '-details', '-json', 'link', 'show'))
+def read_links(run=run_command) -> dict:
+    """The machine's interfaces (``ip -details -statistics -json link show``)."""
+    done = run(IP_LINKS)
     if done.returncode != 0:
-        raise BringupError(f'ip -details -json link show failed: {done.stderr.strip()}')
+        raise BringupError(f'{shlex.join(IP_LINKS)} failed: {done.stderr.strip()}')
     return parse_ip_links(done.stdout)
 
 

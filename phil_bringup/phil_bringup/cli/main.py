@@ -11,6 +11,7 @@ Examples:
     phil send 'LOOK|0|10'              (raw protocol line over TCP 1951, acknowledged mode)
     phil plot runs/demo [--out DIR]    (figures and hit timing of a run's log folder)
     sudo phil bringup-can [--dry-run]  (reset the USB-CAN adapters, bring can0..can3 up)
+    phil doctor [--sim]                (is this machine ready? no torque, nothing changed)
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import math
 import signal
 import sys
 
-from phil_bringup.cli import bringup_can
+from phil_bringup.cli import bringup_can, doctor
 from phil_bringup.cli.render import StatusView, parse_joint_targets, render_status
 from phil_bringup.cli.tcp_client import DEFAULT_HOST, DEFAULT_PORT, send_lines
 from phil_bringup.plots import cli as plots
@@ -83,6 +84,11 @@ def build_parser() -> argparse.ArgumentParser:
     bringup_can.add_arguments(
         commands.add_parser(
             'bringup-can', help="reset the USB-CAN adapters and bring the URDF's CAN buses up"
+        )
+    )
+    doctor.add_arguments(
+        commands.add_parser(
+            'doctor', help='check CAN, Dynamixel port, real-time limits and motors; no torque'
         )
     )
     return parser
@@ -203,6 +209,8 @@ def main(argv: list[str] | None = None) -> int:
             return plots.plot_run(args.run, args.out, args.window_ms)
         if args.command == 'bringup-can':
             return bringup_can.bringup_can(args)
+        if args.command == 'doctor':
+            return doctor.doctor(args)
         if args.command == 'send':
             for reply in send_lines(args.lines, args.host, args.port, not args.no_ack):
                 print(reply)

@@ -54,7 +54,7 @@ class AdapterTable:
 
 @dataclass(frozen=True)
 class InterfaceState:
-    """One interface as ``ip -details -json link show`` reports it."""
+    """One interface as ``ip -details -statistics -json link show`` reports it."""
 
     name: str
     up: bool
@@ -63,6 +63,13 @@ class InterfaceState:
     restart_ms: int | None = None
     txqueuelen: int | None = None
     can_state: str = ''  # ERROR-ACTIVE, ERROR-PASSIVE, BUS-OFF, STOPPED, ...
+    # With -statistics: frames received / sent in error, the controller's error counters, and
+    # how often it went bus-off (None: not reported).
+    rx_errors: int | None = None
+    tx_errors: int | None = None
+    berr_rx: int | None = None
+    berr_tx: int | None = None
+    bus_off: int | None = None
 
 
 @dataclass(frozen=True)
@@ -116,8 +123,11 @@ def load_adapter_table(path: Path) -> AdapterTable:
     return AdapterTable(hosts=hosts, settle_s=float(settle_s), source=where)
 
 
+IP_LINKS = ('ip', '-details', '-statistics', '-json', 'link', 'show')
+
+
 def parse_ip_links(text: str) -> dict[str, InterfaceState]:
-    """The interfaces of ``ip -details -json link show`` output, by name.
+    """The interfaces of ``ip -details -statistics -json link show`` output, by name.
 
     Raises:
         BringupError: the text is not that command's JSON.
@@ -125,9 +135,9 @@ def parse_ip_links(text: str) -> dict[str, InterfaceState]:
     try:
         links = json.loads(text)
     except json.JSONDecodeError as error:
-        raise BringupError(f'ip -details -json link show: not JSON ({error})') from None
+        raise BringupError(f'{" ".join(IP_LINKS)}: not JSON ({error})') from None
     if not isinstance(links, list):
-        raise BringupError('ip -details -json link show: expected a list of interfaces')
+        raise BringupError(f'{" ".join(IP_LINKS)}: expected a list of interfaces')
     states = {}
     for link in links:
         if not isinstance(link, dict) or 'ifname' not in link:
@@ -135,6 +145,8 @@ def parse_ip_links(text: str) -> dict[str, InterfaceState]:
         info = link.get('linkinfo') or {}
         data = info.get('info_data') or {}
         timing = data.get('bittiming') or {}
+        stats = link.get('stats64') or link.get('stats') or {}
+        counters = data.get('berr_counter') or {}
         states[link['ifname']] = InterfaceState(
             name=link['ifname'],
             up='UP' in (link.get('flags') or []),
@@ -143,6 +155,11 @@ def parse_ip_links(text: str) -> dict[str, InterfaceState]:
             restart_ms=data.get('restart_ms'),
             txqueuelen=link.get('txqlen'),
             can_state=data.get('state', ''),
+            rx_errors=(stats.get('rx') or {}).get('errors'),
+            tx_errors=(stats.get('tx') or {}).get('errors'),
+            berr_rx=counters.get('rx'),
+            berr_tx=counters.get('tx'),
+            bus_off=(info.get('info_xstats') or {}).get('bus_off'),
         )
     return states
 

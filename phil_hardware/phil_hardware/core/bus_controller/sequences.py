@@ -136,18 +136,38 @@ class LifecycleSequences(FeedbackReceiver):
                 self.missing = list(error.missing)
             raise
 
-    def _discover(self) -> None:
-        joints = self.config.joints
+    def survey(self) -> list[int]:
+        """Discovery only (``phil doctor``): open the buses, ask every motor to answer as
+        :meth:`configure` does, and close them again. Nothing is configured or enabled; what
+        the motors said is in ``measured``. Returns the indices of the joints that did not
+        answer.
+        """
+        if self.lifecycle != Lifecycle.UNCONFIGURED:
+            raise ControllerError(f'survey needs state unconfigured, not {self.lifecycle.value}')
+        self.transports = self.open_transports()
+        try:
+            self.build_dispatch()
+            return self._silent_motors()
+        finally:
+            self.transports.close()
+            self.transports = Transports()
+
+    def _silent_motors(self) -> list[int]:
+        """Probe every family and listen; the indices of the joints that sent nothing."""
         counts = self.measured.feedback_count
         before = list(counts)
         for family in self.families:
             family.probe()
-        indices = range(len(joints))
+        indices = range(len(self.config.joints))
         self.wait(
             self.config.timing.discovery_listen_s,
             lambda: all(counts[i] > before[i] for i in indices),
         )
-        missing = [i for i in indices if counts[i] == before[i]]
+        return [i for i in indices if counts[i] == before[i]]
+
+    def _discover(self) -> None:
+        joints = self.config.joints
+        missing = self._silent_motors()
         refused = [i for i in missing if joints[i].name not in self.config.allow_missing]
         if refused:
             raise MotorMissingError(
