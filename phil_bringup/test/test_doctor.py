@@ -156,7 +156,8 @@ def test_against_the_simulators_every_motor_answers(simulator):
     for motor in (
         'waist (TMotor node 0 on can0): answered',
         'right_elbow (TMotor node 4 on can1): answered',
-        'right_pedal (EPOS4 node 10 on can2): answered',
+        # The EPOS4 statusword, read by SDO: powered, nothing enabled.
+        'right_pedal (EPOS4 node 10 on can2): answered, switch on disabled, statusword 0x0240',
         'left_wrist (EPOS4 node 8 on can3): answered',
         'head_pitch (Dynamixel id 2 on dxl): answered',
     ):

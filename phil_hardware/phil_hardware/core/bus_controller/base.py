@@ -131,6 +131,10 @@ class MotorFamily:
     def probe(self) -> None:
         """Ask every motor of the family to answer (discovery); may wait for replies."""
 
+    def report(self) -> None:
+        """Read what the discovered motors say about themselves into ``measured`` without
+        changing anything (``phil doctor``)."""
+
     def configure(self, zero_origins: bool) -> None:
         """Configure the discovered motors (no torque)."""
 

@@ -71,6 +71,18 @@ class Epos4Family(MotorFamily):
         for drive in self.group.drives:
             self.ctl.send(drive.bus, codec.encode_sdo_probe(drive.node_id))
 
+    def report(self) -> None:
+        """The statusword of every discovered drive, read by SDO (nothing written)."""
+        drives = self._present()
+        if not drives:
+            return
+        statuswords = self.sdo_read_all(drives, codec.ObjectIndex.STATUSWORD, 0)
+        measured = self.ctl.measured
+        for drive in drives:
+            statusword = statuswords[drive.node_id]
+            measured.statusword[drive.index] = statusword
+            measured.status[drive.index] = describe_statusword(statusword)
+
     def configure(self, zero_origins: bool) -> None:
         """SDO list, CSP mode, NMT start and Shutdown on every discovered drive."""
         drives = self._present()
@@ -197,16 +209,42 @@ class Epos4Family(MotorFamily):
         Raises:
             ControllerError: A drive did not answer within the SDO timeout or refused it.
         """
+        self._sdo_exchange(
+            drives,
+            lambda node: codec.encode_sdo_download(node, index, subindex, value, size),
+            SdoService.DOWNLOAD,
+            index,
+            f'SDO write 0x{index:04X}/{subindex} = {value}',
+        )
+
+    def sdo_read_all(
+        self, drives: Sequence[Epos4Drive], index: int, subindex: int
+    ) -> dict[int, int]:
+        """Read one object of every drive (in parallel): the values by node id, unsigned.
+
+        Raises:
+            ControllerError: A drive did not answer within the SDO timeout or refused it.
+        """
+        replies = self._sdo_exchange(
+            drives,
+            lambda node: codec.encode_sdo_upload_request(node, index, subindex),
+            SdoService.UPLOAD,
+            index,
+            f'SDO read 0x{index:04X}/{subindex}',
+        )
+        return {node: reply.value() for node, reply in replies.items()}
+
+    def _sdo_exchange(self, drives, request, service, index: int, what: str) -> dict:
+        """Send ``request(node_id)`` to every drive, wait for every reply and check it is a
+        ``service`` reply for ``index``; the decoded replies by node id."""
         ctl = self.ctl
         replies = self.sdo_replies
         timeout_s = ctl.config.timing.sdo_timeout_s
         for drive in drives:
             replies.pop(drive.node_id, None)
-            ctl.send(
-                drive.bus, codec.encode_sdo_download(drive.node_id, index, subindex, value, size)
-            )
+            ctl.send(drive.bus, request(drive.node_id))
         ctl.wait(timeout_s, lambda: all(d.node_id in replies for d in drives))
-        what = f'SDO write 0x{index:04X}/{subindex} = {value}'
+        decoded = {}
         for drive in drives:
             frame = replies.get(drive.node_id)
             who = ctl.describe_motor(drive.index)
@@ -218,8 +256,10 @@ class Epos4Family(MotorFamily):
                 raise ControllerError(f'{who}: bad reply to {what}: {error}') from None
             if reply.service == SdoService.ABORT:
                 raise ControllerError(f'{who}: {what} refused: {reply.abort_text}')
-            if reply.service != SdoService.DOWNLOAD or reply.index != index:
+            if reply.service != service or reply.index != index:
                 raise ControllerError(f'{who}: unexpected reply to {what}: {reply}')
+            decoded[drive.node_id] = reply
+        return decoded
 
     def _write_csp(self, drives: Sequence[Epos4Drive]) -> None:
         mode = ModeOfOperation.CYCLIC_SYNC_POSITION

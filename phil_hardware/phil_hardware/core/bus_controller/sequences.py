@@ -147,7 +147,12 @@ class LifecycleSequences(FeedbackReceiver):
         self.transports = self.open_transports()
         try:
             self.build_dispatch()
-            return self._silent_motors()
+            silent = self._silent_motors()
+            for index in silent:
+                self.present[index] = False
+            for family in self.families:
+                family.report()
+            return silent
         finally:
             self.transports.close()
             self.transports = Transports()
