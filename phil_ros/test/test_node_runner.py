@@ -247,6 +247,56 @@ def test_start_up_objects_are_frozen_out_of_the_garbage_collector(domain_env):
     assert frozen > 10_000, done.stdout
 
 
+TEARDOWN_PROBE = textwrap.dedent("""
+    import os
+    import signal
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.node import Node
+    from phil_ros.node_runner import run_node
+
+    order = []
+
+    class RecordingExecutor(SingleThreadedExecutor):
+        def shutdown(self, timeout_sec=None):
+            # The wait of the last spin is still open here (the generator holds the handles).
+            order.append(f'executor shut down (wait open: {self._cb_iter is not None})')
+            done = super().shutdown(timeout_sec)
+            order.append(f'wait closed: {self._cb_iter is None}')
+            return done
+
+    class Probe(Node):
+        def __init__(self):
+            super().__init__('teardown_probe')
+            self.create_timer(0.01, self.stop)
+
+        def stop(self):
+            os.kill(os.getpid(), signal.SIGTERM)  # a stop request
+
+        def destroy_node(self):
+            order.append('node destroyed')
+            super().destroy_node()
+
+    run_node(Probe, make_executor=RecordingExecutor)
+    print(order, flush=True)
+""")
+
+
+def test_the_executor_is_shut_down_before_its_nodes_are_destroyed(domain_env):
+    """The last spin's open wait holds every entity's handle; it must close while the nodes
+    and the context are still there (Jazzy's rclpy crashed at exit otherwise)."""
+    done = subprocess.run(
+        [sys.executable, '-c', TEARDOWN_PROBE],
+        env=domain_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(
+        ['executor shut down (wait open: True)', 'wait closed: True', 'node destroyed']
+    )
+
+
 LISTENER = textwrap.dedent("""
     from rclpy.node import Node
     from phil_ros.node_runner import run_node
