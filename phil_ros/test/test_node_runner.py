@@ -232,15 +232,17 @@ FREEZE_PROBE = textwrap.dedent("""
 """)
 
 
-def test_start_up_objects_are_frozen_out_of_the_garbage_collector(domain_env):
+def _run_probe(source: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    """Run a probe script (one node under ``run_node`` that stops itself); must exit 0."""
     done = subprocess.run(
-        [sys.executable, '-c', FREEZE_PROBE],
-        env=domain_env,
-        capture_output=True,
-        text=True,
-        timeout=60,
+        [sys.executable, '-c', source], env=env, capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 0, done.stderr
+    return done
+
+
+def test_start_up_objects_are_frozen_out_of_the_garbage_collector(domain_env):
+    done = _run_probe(FREEZE_PROBE, domain_env)
     frozen = int(done.stdout.split()[1])
     # rclpy, the message types and the node: tens of thousands of objects no full collection
     # walks any more.
@@ -284,14 +286,7 @@ TEARDOWN_PROBE = textwrap.dedent("""
 def test_the_executor_is_shut_down_before_its_nodes_are_destroyed(domain_env):
     """The last spin's open wait holds every entity's handle; it must close while the nodes
     and the context are still there (Jazzy's rclpy crashed at exit otherwise)."""
-    done = subprocess.run(
-        [sys.executable, '-c', TEARDOWN_PROBE],
-        env=domain_env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
+    done = _run_probe(TEARDOWN_PROBE, domain_env)
     assert done.stdout.strip() == str(
         ['executor shut down (wait open: True)', 'wait closed: True', 'node destroyed']
     )

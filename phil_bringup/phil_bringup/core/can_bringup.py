@@ -222,7 +222,7 @@ def plan_configure(
                 f'{bus.name} is a {state.kind or "non-CAN"} interface, but the URDF names it '
                 f'as a CAN bus'
             )
-        if _is_right(state, bus):
+        if not wrong_settings(state, bus):
             plan.unchanged.append(
                 f'{bus.name}: already up, {bus.bitrate} bit/s, restart-ms {bus.restart_ms}, '
                 f'txqueuelen {bus.txqueuelen}, {state.can_state or "state unknown"}'
@@ -241,24 +241,23 @@ def misconfigured(
     problems = []
     for bus in wanted:
         state = present.get(bus.name)
-        if state is None:
-            problems.append(f'{bus.name}: gone')
-        elif not _is_right(state, bus):
-            problems.append(
-                f'{bus.name}: {"up" if state.up else "down"}, bitrate {state.bitrate}, '
-                f'restart-ms {state.restart_ms}, txqueuelen {state.txqueuelen} (wanted up, '
-                f'{bus.bitrate}, {bus.restart_ms}, {bus.txqueuelen})'
-            )
+        wrong = ['gone'] if state is None else wrong_settings(state, bus)
+        if wrong:
+            problems.append(f'{bus.name}: {"; ".join(wrong)}')
     return problems
 
 
-def _is_right(state: InterfaceState, bus: CanInterfaceSettings) -> bool:
-    return (
-        state.up
-        and state.bitrate == bus.bitrate
-        and state.restart_ms == bus.restart_ms
-        and state.txqueuelen == bus.txqueuelen
-    )
+def wrong_settings(state: InterfaceState, bus: CanInterfaceSettings) -> list[str]:
+    """What differs from ``bus``'s settings, e.g. ``['down', 'bitrate should be 1000000']``."""
+    wrong = [] if state.up else ['down']
+    for name, have, want in (
+        ('bitrate', state.bitrate, bus.bitrate),
+        ('restart-ms', state.restart_ms, bus.restart_ms),
+        ('txqueuelen', state.txqueuelen, bus.txqueuelen),
+    ):
+        if have != want:
+            wrong.append(f'{name} should be {want}')
+    return wrong
 
 
 def _configure(bus: CanInterfaceSettings) -> list[Step]:

@@ -12,7 +12,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from phil_bringup.core.can_bringup import CanInterfaceSettings, InterfaceState
+from phil_bringup.core.can_bringup import CanInterfaceSettings, InterfaceState, wrong_settings
 
 BRINGUP_FIX = 'sudo -E env "PATH=$PATH" phil bringup-can'
 LIMITS_FILE = '/etc/security/limits.conf'
@@ -80,16 +80,7 @@ def check_can(
             f'{_count(state.tx_errors)}, error counters rx {_count(state.berr_rx)} tx '
             f'{_count(state.berr_tx)}, bus-off {_count(state.bus_off)}'
         )
-        wrong = []
-        if not state.up:
-            wrong.append('down')
-        for name, have, want in (
-            ('bitrate', state.bitrate, bus.bitrate),
-            ('restart-ms', state.restart_ms, bus.restart_ms),
-            ('txqueuelen', state.txqueuelen, bus.txqueuelen),
-        ):
-            if have != want:
-                wrong.append(f'{name} should be {want}')
+        wrong = wrong_settings(state, bus)
         if wrong:
             findings.append(Finding('CAN', f'{seen} ({"; ".join(wrong)})', BRINGUP_FIX))
         elif state.can_state not in ('', 'ERROR-ACTIVE'):
