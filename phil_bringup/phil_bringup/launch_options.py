@@ -76,6 +76,13 @@ def _add_node_options(parser: argparse.ArgumentParser) -> None:
         "URDF's, so several graphs can run on one machine",
     )
     parser.add_argument(
+        '--sim-epos4-pdo-layout',
+        choices=('phil', 'other'),
+        default='phil',
+        help="the simulated EPOS4 drives' PDO layout at power-on: other = drives that were "
+        'replaced or reset (the hardware node writes its layout at configure)',
+    )
+    parser.add_argument(
         '--sim-dxl-port',
         metavar='PATH',
         default='',
@@ -123,6 +130,8 @@ def node_overrides(args: argparse.Namespace, ros_nodes: set[str]) -> dict[str, d
     if args.sim_dxl_port:
         overrides['hardware']['dxl_port'] = args.sim_dxl_port
         overrides['device_simulator']['dxl-port'] = args.sim_dxl_port
+    if args.sim_epos4_pdo_layout != 'phil':
+        overrides['device_simulator']['epos4-pdo-layout'] = args.sim_epos4_pdo_layout
     if args.play_list is not None:
         overrides['score_player'] = {'play_list': str(args.play_list.resolve())}
     for node, name, value in args.param:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import can
 
@@ -28,7 +28,7 @@ from phil_hardware.core.bus_controller import (
 from phil_hardware.core.codecs.frame import CanFrame
 from phil_hardware.core.safety import SafetyConfig
 from phil_hardware.core.transport import CanTransport, SerialTransport, open_serial_port
-from phil_hardware.sim import PtyPort, SimulatedRobot
+from phil_hardware.sim import PtyPort, SimConfig, SimulatedRobot
 
 FAST_TIMING = SequenceTiming(discovery_listen_s=0.15, origin_settle_s=0.05, sdo_timeout_s=0.3)
 STEP_S = 0.001
@@ -122,6 +122,8 @@ def make_rig(
     absent_buses: Iterable[str] = (),
     allow_missing: Iterable[str] = (),
     safety: SafetyConfig | None = None,
+    sim_config: SimConfig | None = None,
+    write_epos4_pdo_layout: bool = True,
 ) -> Rig:
     """Start the simulator and build (not configure) a controller on the same channels."""
     tag = f'phil-rig-{random.getrandbits(40):x}'
@@ -136,11 +138,12 @@ def make_rig(
     }
     pty = PtyPort()
     clock = LockstepClock()
-    robot = clock.robot = SimulatedRobot(model, sim_buses, pty, clock=clock)
+    robot = clock.robot = SimulatedRobot(model, sim_buses, pty, clock=clock, config=sim_config)
     serial = {'dxl': SerialBusParams('dxl', pty.slave_path, 4_500_000, 2.0, 1)}
     config = controller_config_from_model(
         model, serial_buses=serial, timing=FAST_TIMING, safety=safety, allow_missing=allow_missing
     )
+    config = replace(config, write_epos4_pdo_layout=write_epos4_pdo_layout)
     warnings: list[str] = []
 
     def open_transports() -> Transports:

@@ -395,4 +395,4 @@ def test_fault_mangled_tpdo(operational, kind, length):
         with pytest.raises(CodecError):
             epos4.decode_feedback(frame)
     else:
-        assert frame.data != robot.device(WRIST).tpdo_frame().data
+        assert frame.data != robot.device(WRIST).tpdo_frames()[0].data

@@ -82,8 +82,11 @@ class LoopCommands:
             reason = ctl.push_chunk(payload)
             return reason is None, reason or 'queued', ctl.queue.queued
         if name == 'configure':
+            said = len(ctl.messages)
             ctl.configure(zero_origins=payload is None or bool(payload))
-            return True, f'configured; missing: {", ".join(ctl.missing) or "none"}', ctl.missing
+            detail = f'configured; missing: {", ".join(ctl.missing) or "none"}'
+            # What configure had to say (e.g. a drive given Phil's PDO layout) goes with it.
+            return True, '; '.join([detail, *ctl.messages[said:]]), ctl.missing
         if name == 'activate':
             ctl.activate()
             return True, 'active', None

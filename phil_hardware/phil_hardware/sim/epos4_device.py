@@ -5,16 +5,21 @@
 * SDO server (expedited, 0x600+n -> 0x580+n) for the objects the controller uses; unknown
   objects abort with 0x06020000, a bad command specifier (upstream's 8-zero-byte probe) with
   0x05040001. SDO works in every NMT state except Stopped.
-* PDOs only when Operational: controlword 0x200+n (applied on reception), target position
-  0x300+n (int32 counts) and target torque 0x500+n (int16 per-mille of rated torque) buffered
-  and applied at the next SYNC (0x080); on every SYNC the TPDO 0x180+n is sent: statusword
-  (u16), position actual (int32 counts), torque actual (int16 per-mille).
+* PDOs only when Operational, as its PDO objects (0x1400-0x1A03, :mod:`.epos4_pdos`) define
+  them: a received RPDO is split into its mapped objects, applied at once (transmission type
+  254/255) or at the next SYNC (0..240); one shorter than its mapping is refused. After a
+  SYNC every synchronous TPDO is sent with its mapped objects' values. With Phil's layout
+  (the default, as the lab's drives hold it): controlword 0x200+n at once, target position
+  0x300+n (int32 counts) and target torque 0x500+n (int16 per-mille of rated torque) at the
+  SYNC; TPDO 0x180+n statusword (u16), position actual (int32 counts), torque actual (int16
+  per-mille). ``Epos4DeviceConfig.pdo_layout = 'other'`` powers on with another layout, as a
+  replaced or reset drive would: then only a controller that writes its layout is understood.
 * CiA 402 power state machine (:mod:`.cia402`); modes CSP (position lag), CST (inertia,
   friction, gravity of the wrist lever, speed limit) and HMM method 37 (home = here). Outside
   Operation enabled the motor is unpowered and the joint holds still.
 
 Position actual counts from 0 at power-on (incremental encoder), so the pinned pose reads 0.
-Not modelled: segmented SDO, PDO mapping objects, EMCY, heartbeat, following-error faults.
+Not modelled: segmented SDO, asynchronous TPDOs, EMCY, heartbeat, following-error faults.
 """
 
 from __future__ import annotations
@@ -28,24 +33,27 @@ from phil_description.core import Epos4Params, JointSpec
 from phil_hardware.core.codecs import CanFrame, CodecError, epos4
 from phil_hardware.core.codecs.cia301 import SDO_LENGTH, SYNC_COB_ID
 from phil_hardware.core.codecs.epos4 import (
-    ENCODER_COUNTS_PER_MOTOR_REV,
     Cia402State,
     ModeOfOperation,
     NmtCommand,
 )
+from phil_hardware.core.codecs.epos4_pdo_layout import OTHER_PDO_LAYOUT, PHIL_PDO_LAYOUT
 from phil_hardware.sim import cia402
 from phil_hardware.sim.actuator import TorqueLoad
 from phil_hardware.sim.device import SimDevice
 from phil_hardware.sim.epos4_objects import (
     ABORT_BAD_COMMAND,
     HOMING_METHODS_HERE,
+    MAPPABLE,
     Epos4Objects,
     SdoAbortError,
 )
+from phil_hardware.sim.epos4_pdos import MappedPdo, PdoObjects
 from phil_hardware.sim.faults import FaultKind
 
 BOOTUP_BASE = 0x700
 OVER_CURRENT_FACTOR = 1.2
+POWER_ON_PDO_LAYOUTS = {'phil': PHIL_PDO_LAYOUT, 'other': OTHER_PDO_LAYOUT}
 
 
 class NmtState(str, enum.Enum):
@@ -69,6 +77,8 @@ class Epos4DeviceConfig:
         viscous_nm_s_per_rad: Output-side viscous friction [N m s/rad].
         gravity_m_s2: Gravitational acceleration for the wrist lever.
         end_stop_margin_rad: Mechanical end stops beyond the hard joint limits [rad].
+        pdo_layout: The PDO layout at power-on: 'phil' (as the lab's drives hold it) or
+            'other' (a drive that was replaced or reset).
     """
 
     csp_time_constant_s: float = 0.002
@@ -79,6 +89,7 @@ class Epos4DeviceConfig:
     viscous_nm_s_per_rad: float = 5e-4
     gravity_m_s2: float = 9.81
     end_stop_margin_rad: float = math.radians(10.0)
+    pdo_layout: str = 'phil'
 
     def __post_init__(self) -> None:
         """Validate once.
@@ -90,6 +101,10 @@ class Epos4DeviceConfig:
             raise ValueError('Epos4DeviceConfig.efficiency must be in (0, 1]')
         if not self.rotor_inertia_kg_m2 > 0:
             raise ValueError('Epos4DeviceConfig.rotor_inertia_kg_m2 must be > 0')
+        if self.pdo_layout not in POWER_ON_PDO_LAYOUTS:
+            raise ValueError(
+                f'Epos4DeviceConfig.pdo_layout must be one of {", ".join(POWER_ON_PDO_LAYOUTS)}'
+            )
         for name in (
             'csp_time_constant_s',
             'extra_inertia_kg_m2',
@@ -135,8 +150,6 @@ class Epos4Device(SimDevice):
         self.external_torque_nm: Callable[[], float] | None = None
         params = self.params
         self._counts_per_rad = params.counts_per_output_rev / (2.0 * math.pi)
-        # The codec scales counts with 4096 x gear; this ratio makes it use our encoder.
-        self._codec_gear = params.counts_per_output_rev / ENCODER_COUNTS_PER_MOTOR_REV
         self._load = TorqueLoad(
             params.gear_ratio**2 * self.config.rotor_inertia_kg_m2
             + params.gravity_mass_kg * params.gravity_lever_m**2
@@ -144,7 +157,10 @@ class Epos4Device(SimDevice):
             self.config.viscous_nm_s_per_rad,
             self.config.coulomb_nm,
         )
-        self.objects = Epos4Objects(self)
+        self.pdos = PdoObjects(
+            self.device_id, POWER_ON_PDO_LAYOUTS[self.config.pdo_layout], MAPPABLE
+        )
+        self.objects = Epos4Objects(self, self.pdos)
         self.sync_count = 0
         self._power_on()
 
@@ -160,8 +176,7 @@ class Epos4Device(SimDevice):
         self._controlword = 0
         self._target_rad = self.axis.position_rad
         self._torque_command_mnm = 0.0
-        self._pending_position_counts: int | None = None
-        self._pending_torque_permille: int | None = None
+        self._pending: list[tuple[int, bytes]] = []  # RPDO objects applied at the next SYNC
 
     # ----------------------------------------------------------------- values the objects show
     def position_actual_counts(self) -> int:
@@ -191,6 +206,11 @@ class Epos4Device(SimDevice):
             - self._external_drive_nm()
         )
         return output_nm / (self.params.gear_ratio * self.config.efficiency) * 1000.0
+
+    def velocity_actual_rpm(self) -> int:
+        """Velocity actual value (0x606C) [motor rpm]."""
+        motor_rad_s = self.axis.velocity_rad_s * self.params.gear_ratio
+        return round(motor_rad_s * 60.0 / (2.0 * math.pi))
 
     def statusword(self) -> int:
         """Statusword (0x6041): power state, remote, mode-specific and referenced bits."""
@@ -228,8 +248,7 @@ class Epos4Device(SimDevice):
         """Hold the present position and drop stale targets (enable or new mode)."""
         self._target_rad = self.axis.position_rad
         self._torque_command_mnm = 0.0
-        self._pending_position_counts = None
-        self._pending_torque_permille = None
+        self._pending.clear()
         self._homing_bits = 0
 
     def _start_homing(self) -> None:
@@ -274,13 +293,9 @@ class Epos4Device(SimDevice):
             if len(frame.data) != SDO_LENGTH:
                 return self._reject(frame, 'SDO request must have 8 data bytes')
             return self._transmit(self._handle_sdo(frame))
-        rpdo_ids = (
-            epos4.RPDO_CONTROLWORD_BASE + node,
-            epos4.RPDO_TARGET_POSITION_BASE + node,
-            epos4.RPDO_TARGET_TORQUE_BASE + node,
-        )
-        if cob_id in rpdo_ids and self.nmt_state is NmtState.OPERATIONAL:
-            self._handle_rpdo(frame)
+        rpdo = self.pdos.rpdos.get(cob_id)
+        if rpdo is not None and self.nmt_state is NmtState.OPERATIONAL:
+            self._handle_rpdo(frame, rpdo)
         return []
 
     def _handle_nmt(self, frame: CanFrame) -> list[CanFrame]:
@@ -308,24 +323,21 @@ class Epos4Device(SimDevice):
         if self.nmt_state is not NmtState.OPERATIONAL:
             return []
         self.sync_count += 1
-        if self._pending_position_counts is not None:
-            self.set_target_position_counts(self._pending_position_counts)
-            self._pending_position_counts = None
-        if self._pending_torque_permille is not None:
-            self.set_target_torque_permille(self._pending_torque_permille)
-            self._pending_torque_permille = None
-        return self._transmit([self.tpdo_frame()])
+        pending, self._pending = self._pending, []
+        for index, data in pending:
+            self._write_mapped(index, data)
+        return self._transmit(self.tpdo_frames())
 
-    def tpdo_frame(self) -> CanFrame:
-        """TPDO 0x180+n with the present statusword, position and torque."""
-        return epos4.encode_feedback(
-            self.device_id,
-            self.statusword(),
-            self.position_actual_counts() / self._counts_per_rad,
-            self.torque_actual_mnm(),
-            gear_ratio=self._codec_gear,
-            rated_torque_mnm=self.params.rated_torque_mnm,
-        )
+    def tpdo_frames(self) -> list[CanFrame]:
+        """The synchronous TPDOs due at this SYNC, each with its mapped objects' values."""
+        frames = []
+        read = self.objects.read
+        for pdo in self.pdos.tpdos:
+            kind = pdo.transmission_type
+            if 0 < kind <= 240 and self.sync_count % kind == 0:
+                data = b''.join(read(item.index, 0)[: item.bits // 8] for item in pdo.objects)
+                frames.append(CanFrame(pdo.cob_id, data))
+        return frames
 
     def _handle_sdo(self, frame: CanFrame) -> list[CanFrame]:
         node = self.device_id
@@ -350,18 +362,27 @@ class Epos4Device(SimDevice):
         except CodecError as error:  # not expected for an 8-byte frame; never crash on input
             return self._reject(frame, error)
 
-    def _handle_rpdo(self, frame: CanFrame) -> None:
-        try:
-            command = epos4.decode_rpdo(frame, self._codec_gear, self.params.rated_torque_mnm)
-        except CodecError as error:
-            self._reject(frame, error)
+    def _handle_rpdo(self, frame: CanFrame, rpdo: MappedPdo) -> None:
+        data = frame.data
+        if len(data) < rpdo.length_bytes:
+            self._reject(frame, f'{len(data)} data bytes, its mapping needs {rpdo.length_bytes}')
             return
-        if command.controlword is not None:
-            self.apply_controlword(command.controlword)
-        elif command.position_rad is not None:
-            self._pending_position_counts = int.from_bytes(frame.data[:4], 'little', signed=True)
-        elif command.torque_mnm is not None:
-            self._pending_torque_permille = int.from_bytes(frame.data[:2], 'little', signed=True)
+        offset = 0
+        for item in rpdo.objects:
+            size = item.bits // 8
+            chunk = data[offset : offset + size]
+            offset += size
+            if rpdo.on_sync:
+                self._pending.append((item.index, chunk))
+            else:
+                self._write_mapped(item.index, chunk)
+
+    def _write_mapped(self, index: int, data: bytes) -> None:
+        try:
+            self.objects.write(index, 0, data, size_indicated=True)
+        except SdoAbortError as abort:  # e.g. a mode the drive does not have
+            self.frames_rejected += 1
+            self.last_rejection = f'{self.describe()}: mapped 0x{index:04X}: {abort}'
 
     def advance(self, dt_s: float) -> None:
         """Move the output for ``dt_s`` [s] according to power state and mode."""

@@ -10,11 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from phil_hardware.core.codecs.cia301_pdo import PdoDirection
 from phil_hardware.core.codecs.conversions import INT16_RANGE
 from phil_hardware.core.codecs.epos4 import ObjectIndex
 
 if TYPE_CHECKING:
     from phil_hardware.sim.epos4_device import Epos4Device
+    from phil_hardware.sim.epos4_pdos import PdoObjects
 
 ABORT_BAD_COMMAND = 0x05040001
 ABORT_WRITE_READ_ONLY = 0x06010002
@@ -24,7 +26,8 @@ ABORT_NO_SUBINDEX = 0x06090011
 ABORT_VALUE_RANGE = 0x06090030
 
 DEVICE_TYPE = 0x1000
-TORQUE_ACTUAL = 0x6077
+TORQUE_ACTUAL = ObjectIndex.TORQUE_ACTUAL_VALUE
+RECEIVE, TRANSMIT = PdoDirection.RECEIVE, PdoDirection.TRANSMIT
 EPOS4_DEVICE_TYPE = 0x00020192  # CiA 402 drive profile, servo drive
 SUPPORTED_MODES = frozenset({1, 3, 6, 8, 9, 10})  # PPM, PVM, HMM, CSP, CSV, CST
 HOMING_METHODS_HERE = frozenset({35, 37})  # "homing on the current position"
@@ -40,13 +43,15 @@ class SdoAbortError(Exception):
 
 @dataclass(frozen=True)
 class ObjectSpec:
-    """One sub-index-0 object: size [bytes], signedness, access and power-on value."""
+    """One sub-index-0 object: size [bytes], signedness, access, power-on value, and the PDO
+    direction it can be mapped in (None: not mappable)."""
 
     name: str
     size: int
     signed: bool
     writable: bool
     default: int = 0
+    pdo: PdoDirection | None = None
 
 
 OBJECTS: dict[int, ObjectSpec] = {
@@ -56,19 +61,33 @@ OBJECTS: dict[int, ObjectSpec] = {
     ObjectIndex.HOMING_CURRENT_THRESHOLD: ObjectSpec(
         'Homing current threshold', 2, False, True, 500
     ),
-    ObjectIndex.CONTROLWORD: ObjectSpec('Controlword', 2, False, True),
-    ObjectIndex.STATUSWORD: ObjectSpec('Statusword', 2, False, False),
-    ObjectIndex.MODES_OF_OPERATION: ObjectSpec('Modes of operation', 1, True, True),
-    0x6061: ObjectSpec('Modes of operation display', 1, True, False),
-    ObjectIndex.POSITION_ACTUAL_VALUE: ObjectSpec('Position actual value', 4, True, False),
+    ObjectIndex.CONTROLWORD: ObjectSpec('Controlword', 2, False, True, pdo=RECEIVE),
+    ObjectIndex.STATUSWORD: ObjectSpec('Statusword', 2, False, False, pdo=TRANSMIT),
+    ObjectIndex.MODES_OF_OPERATION: ObjectSpec('Modes of operation', 1, True, True, pdo=RECEIVE),
+    ObjectIndex.MODES_OF_OPERATION_DISPLAY: ObjectSpec(
+        'Modes of operation display', 1, True, False, pdo=TRANSMIT
+    ),
+    ObjectIndex.POSITION_ACTUAL_VALUE: ObjectSpec(
+        'Position actual value', 4, True, False, pdo=TRANSMIT
+    ),
     ObjectIndex.FOLLOWING_ERROR_WINDOW: ObjectSpec('Following error window', 4, False, True, 2000),
-    ObjectIndex.TARGET_TORQUE: ObjectSpec('Target torque', 2, True, True),
-    TORQUE_ACTUAL: ObjectSpec('Torque actual value', 2, True, False),
-    ObjectIndex.TARGET_POSITION: ObjectSpec('Target position', 4, True, True),
+    ObjectIndex.VELOCITY_ACTUAL_VALUE: ObjectSpec(
+        'Velocity actual value', 4, True, False, pdo=TRANSMIT
+    ),
+    ObjectIndex.TARGET_TORQUE: ObjectSpec('Target torque', 2, True, True, pdo=RECEIVE),
+    TORQUE_ACTUAL: ObjectSpec('Torque actual value', 2, True, False, pdo=TRANSMIT),
+    ObjectIndex.TARGET_POSITION: ObjectSpec('Target position', 4, True, True, pdo=RECEIVE),
+    ObjectIndex.TARGET_VELOCITY: ObjectSpec('Target velocity', 4, True, True, pdo=RECEIVE),
     ObjectIndex.HOMING_METHOD: ObjectSpec('Homing method', 1, True, True, 7),
     ObjectIndex.POSITION_OFFSET: ObjectSpec('Position offset', 4, True, True),
     ObjectIndex.VELOCITY_OFFSET: ObjectSpec('Velocity offset', 4, True, True),
     ObjectIndex.TORQUE_OFFSET: ObjectSpec('Torque offset', 2, True, True),
+}
+
+
+# What can be mapped into a PDO: index -> (length in bits, direction).
+MAPPABLE = {
+    index: (8 * spec.size, spec.pdo) for index, spec in OBJECTS.items() if spec.pdo is not None
 }
 
 
@@ -77,16 +96,19 @@ class Epos4Objects:
 
     Args:
         device: The drive whose live values some objects show.
+        pdos: The drive's PDO communication and mapping objects (0x1400-0x1A03).
     """
 
-    def __init__(self, device: Epos4Device) -> None:
+    def __init__(self, device: Epos4Device, pdos: PdoObjects) -> None:
         self._device = device
+        self._pdos = pdos
         self._values: dict[int, int] = {}
         self.reset()
 
     def reset(self) -> None:
-        """Back to the power-on values."""
+        """Back to the power-on values (the PDO layout included)."""
         self._values = {index: spec.default for index, spec in OBJECTS.items()}
+        self._pdos.reset()
 
     @property
     def mode(self) -> int:
@@ -106,8 +128,10 @@ class Epos4Objects:
         if index == TORQUE_ACTUAL:
             permille = round(device.torque_actual_mnm() / device.params.rated_torque_mnm * 1000)
             return max(INT16_RANGE[0], min(INT16_RANGE[1], permille))
-        if index == 0x6061:
+        if index == ObjectIndex.MODES_OF_OPERATION_DISPLAY:
             return self.mode
+        if index == ObjectIndex.VELOCITY_ACTUAL_VALUE:
+            return device.velocity_actual_rpm()
         return self._values[index]
 
     @staticmethod
@@ -125,6 +149,9 @@ class Epos4Objects:
         Raises:
             SdoAbortError: Unknown object or sub-index.
         """
+        if self._pdos.handles(index):
+            value, size = self._pdos.read(index, subindex)
+            return value.to_bytes(size, 'little')
         spec = self._spec(index, subindex)
         value = self._live_value(index)
         return (value & ((1 << (8 * spec.size)) - 1)).to_bytes(spec.size, 'little')
@@ -142,6 +169,12 @@ class Epos4Objects:
         Raises:
             SdoAbortError: Unknown object, read-only object, wrong length or a value out of range.
         """
+        if self._pdos.handles(index):
+            _value, size = self._pdos.read(index, subindex)
+            if len(data) < size or (size_indicated and len(data) != size):
+                raise SdoAbortError(ABORT_LENGTH_MISMATCH)
+            self._pdos.write(index, subindex, int.from_bytes(data[:size], 'little'))
+            return
         spec = self._spec(index, subindex)
         if not spec.writable:
             raise SdoAbortError(ABORT_WRITE_READ_ONLY)
@@ -174,6 +207,7 @@ __all__ = [
     'ABORT_VALUE_RANGE',
     'ABORT_WRITE_READ_ONLY',
     'HOMING_METHODS_HERE',
+    'MAPPABLE',
     'OBJECTS',
     'Epos4Objects',
     'SdoAbortError',

@@ -182,6 +182,7 @@ def _settings(
             status_extended_id=args.status_extended_id,
         ),
         dynamixel=replace(base.dynamixel, return_delay_s=args.dxl_return_delay_us * 1e-6),
+        epos4=replace(base.epos4, pdo_layout=args.epos4_pdo_layout),
     )
     return model, channels, faults, config
 

@@ -26,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_can_options(parser)
     _add_tmotor_options(parser)
+    _add_epos4_options(parser)
     _add_dynamixel_options(parser)
     _add_fault_options(parser)
     _add_output_options(parser)
@@ -75,6 +76,17 @@ def _add_tmotor_options(parser: argparse.ArgumentParser) -> None:
         '--status-extended-id',
         action='store_true',
         help='send TMotor status with the extended id node | 0x29 << 8',
+    )
+
+
+def _add_epos4_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group('EPOS4')
+    group.add_argument(
+        '--epos4-pdo-layout',
+        choices=('phil', 'other'),
+        default='phil',
+        help="the drives' PDO layout at power-on: phil (as the lab's drives hold it) or other "
+        '(a replaced or reset drive: the controller must write its layout)',
     )
 
 

@@ -123,6 +123,9 @@ class ControllerConfig:
         allow_missing: Joints that may be absent at discovery (excluded instead of an error).
         gravity_joints: Wrist joint -> (shoulder_2, elbow, wrist) names whose measured angles
             enter the CST gravity term.
+        write_epos4_pdo_layout: Give every EPOS4 Phil's PDO layout at configure and read it
+            back (``codecs/epos4_pdo_layout.py``). False trusts the drives to hold it, as
+            upstream did: only for showing what a drive with another layout does.
     """
 
     joints: tuple[JointConfig, ...]
@@ -133,6 +136,7 @@ class ControllerConfig:
     cycle: CycleConfig = field(default_factory=CycleConfig)
     allow_missing: frozenset[str] = frozenset()
     gravity_joints: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+    write_epos4_pdo_layout: bool = True
 
     def __post_init__(self) -> None:
         """Cross-check joints, buses and the allow-missing subset."""

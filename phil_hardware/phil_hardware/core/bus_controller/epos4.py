@@ -199,6 +199,11 @@ def nmt_start(node_id: int) -> CanFrame:
     return epos4.encode_nmt(NmtCommand.START_REMOTE_NODE, node_id)
 
 
+def nmt_pre_operational(node_id: int) -> CanFrame:
+    """NMT enter pre-operational (``[0x80, node]``): PDOs stop, their layout may change."""
+    return epos4.encode_nmt(NmtCommand.ENTER_PRE_OPERATIONAL, node_id)
+
+
 def describe_statusword(statusword: int) -> str:
     """Lower-case CiA 402 state text for status reports, e.g. 'operation enabled'."""
     return epos4.cia402_state(statusword).value.lower()
@@ -226,6 +231,7 @@ __all__ = [
     'is_operation_enabled',
     'mode_sdo',
     'mode_switch_frames',
+    'nmt_pre_operational',
     'nmt_start',
     'reenable_frames',
     'shutdown_frames',

@@ -10,7 +10,7 @@ Shutdown + SYNC. The frames themselves come from :mod:`.epos4`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import partial
 
 from phil_hardware.core.chunk_queue import ControlMode
@@ -31,6 +31,7 @@ from .epos4 import (
     reenable_frames,
     shutdown_frames,
 )
+from .epos4_pdo_setup import write_pdo_layout
 from .state import Lifecycle
 
 SYNC_FRAME = codec.encode_sync()
@@ -91,6 +92,8 @@ class Epos4Family(MotorFamily):
         ]
         if not drives:
             return
+        if self.ctl.config.write_epos4_pdo_layout:
+            write_pdo_layout(self, drives)
         for index, subindex, value, size in CONFIGURE_SDOS:
             self.sdo_write_all(drives, index, subindex, int(value), size)
         # Upstream enabled in HMM, then switched to CSP; homing never started (method 37, no
@@ -202,19 +205,36 @@ class Epos4Family(MotorFamily):
     # -- SDO and controlword helpers ---------------------------------------------------------
 
     def sdo_write_all(
-        self, drives: Sequence[Epos4Drive], index: int, subindex: int, value: int, size: int
+        self,
+        drives: Sequence[Epos4Drive],
+        index: int,
+        subindex: int,
+        value: int | Mapping[int, int],
+        size: int,
+        what: str = '',
     ) -> None:
-        """Write one object on every drive (in parallel) and wait for every acknowledge.
+        """Write one object on every drive (in parallel) and wait for every acknowledge;
+        ``value`` is one for all, or one per node id.
 
         Raises:
             ControllerError: A drive did not answer within the SDO timeout or refused it.
         """
+        values = (
+            value
+            if isinstance(value, Mapping)
+            else dict.fromkeys((d.node_id for d in drives), value)
+        )
+
+        def request(node: int) -> CanFrame:
+            return codec.encode_sdo_download(node, index, subindex, values[node], size)
+
+        shown = f' = {value}' if isinstance(value, int) else ''
         self._sdo_exchange(
             drives,
-            lambda node: codec.encode_sdo_download(node, index, subindex, value, size),
+            request,
             SdoService.DOWNLOAD,
             index,
-            f'SDO write 0x{index:04X}/{subindex} = {value}',
+            what or f'SDO write 0x{index:04X}/{subindex}{shown}',
         )
 
     def sdo_read_all(
