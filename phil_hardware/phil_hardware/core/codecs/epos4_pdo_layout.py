@@ -11,7 +11,7 @@ The frames of :mod:`.epos4` are this layout on the wire.
 
 from __future__ import annotations
 
-from .cia301_pdo import MappedObject, PdoDirection, PdoLayout
+from .cia301_pdo import TRANSMISSION_SYNC_EVERY, MappedObject, PdoDirection, PdoLayout
 from .epos4 import (
     RPDO_CONTROLWORD_BASE,
     RPDO_TARGET_POSITION_BASE,
@@ -29,35 +29,39 @@ TPDO4_BASE = 0x480
 RECEIVE, TRANSMIT = PdoDirection.RECEIVE, PdoDirection.TRANSMIT
 
 
-def _objects(*items: tuple[int, int]) -> tuple[MappedObject, ...]:
-    return tuple(MappedObject(index, 0, bits) for index, bits in items)
+def _pdo(
+    direction: PdoDirection, number: int, cob_base: int, *objects: tuple[int, int], at_once=False
+) -> PdoLayout:
+    """A PDO of ``objects`` (index, bits); ``at_once``: an RPDO applied as it arrives."""
+    return PdoLayout(
+        direction,
+        number,
+        cob_base,
+        tuple(MappedObject(index, 0, bits) for index, bits in objects),
+        TRANSMISSION_ON_RECEPTION if at_once else TRANSMISSION_SYNC_EVERY,
+    )
 
+
+OBJ = ObjectIndex
+CONTROLWORD, STATUSWORD = (OBJ.CONTROLWORD, 16), (OBJ.STATUSWORD, 16)
 
 PHIL_PDO_LAYOUT: tuple[PdoLayout, ...] = (
-    PdoLayout(
-        RECEIVE,
-        1,
-        RPDO_CONTROLWORD_BASE,
-        _objects((ObjectIndex.CONTROLWORD, 16)),
-        transmission_type=TRANSMISSION_ON_RECEPTION,
-    ),
-    PdoLayout(RECEIVE, 2, RPDO_TARGET_POSITION_BASE, _objects((ObjectIndex.TARGET_POSITION, 32))),
-    PdoLayout(RECEIVE, 3, RPDO_TARGET_VELOCITY_BASE, _objects((ObjectIndex.TARGET_VELOCITY, 32))),
-    PdoLayout(RECEIVE, 4, RPDO_TARGET_TORQUE_BASE, _objects((ObjectIndex.TARGET_TORQUE, 16))),
-    PdoLayout(
+    _pdo(RECEIVE, 1, RPDO_CONTROLWORD_BASE, CONTROLWORD, at_once=True),
+    _pdo(RECEIVE, 2, RPDO_TARGET_POSITION_BASE, (OBJ.TARGET_POSITION, 32)),
+    _pdo(RECEIVE, 3, RPDO_TARGET_VELOCITY_BASE, (OBJ.TARGET_VELOCITY, 32)),
+    _pdo(RECEIVE, 4, RPDO_TARGET_TORQUE_BASE, (OBJ.TARGET_TORQUE, 16)),
+    _pdo(
         TRANSMIT,
         1,
         TPDO1_BASE,
-        _objects(
-            (ObjectIndex.STATUSWORD, 16),
-            (ObjectIndex.POSITION_ACTUAL_VALUE, 32),
-            (ObjectIndex.TORQUE_ACTUAL_VALUE, 16),
-        ),
+        STATUSWORD,
+        (OBJ.POSITION_ACTUAL_VALUE, 32),
+        (OBJ.TORQUE_ACTUAL_VALUE, 16),
     ),
     # Off: upstream configured position + torque on 0x280+n but never read it.
-    PdoLayout(TRANSMIT, 2, TPDO2_BASE, ()),
-    PdoLayout(TRANSMIT, 3, TPDO3_BASE, ()),
-    PdoLayout(TRANSMIT, 4, TPDO4_BASE, ()),
+    _pdo(TRANSMIT, 2, TPDO2_BASE),
+    _pdo(TRANSMIT, 3, TPDO3_BASE),
+    _pdo(TRANSMIT, 4, TPDO4_BASE),
 )
 
 # A layout a drive can hold that is not Phil's, in the style of the CiA 402 predefined
@@ -66,56 +70,18 @@ PHIL_PDO_LAYOUT: tuple[PdoLayout, ...] = (
 # powers on with it on request (a replaced drive); its exact factory values are in the
 # EPOS4 Firmware Specification, not reproduced here.
 OTHER_PDO_LAYOUT: tuple[PdoLayout, ...] = (
-    PdoLayout(
-        RECEIVE,
-        1,
-        RPDO_CONTROLWORD_BASE,
-        _objects((ObjectIndex.CONTROLWORD, 16), (ObjectIndex.MODES_OF_OPERATION, 8)),
-        transmission_type=TRANSMISSION_ON_RECEPTION,
+    _pdo(
+        RECEIVE, 1, RPDO_CONTROLWORD_BASE, CONTROLWORD, (OBJ.MODES_OF_OPERATION, 8), at_once=True
     ),
-    PdoLayout(
-        RECEIVE,
-        2,
-        RPDO_TARGET_POSITION_BASE,
-        _objects((ObjectIndex.CONTROLWORD, 16), (ObjectIndex.TARGET_POSITION, 32)),
-        transmission_type=TRANSMISSION_ON_RECEPTION,
+    _pdo(
+        RECEIVE, 2, RPDO_TARGET_POSITION_BASE, CONTROLWORD, (OBJ.TARGET_POSITION, 32), at_once=True
     ),
-    PdoLayout(
-        RECEIVE,
-        3,
-        RPDO_TARGET_VELOCITY_BASE,
-        _objects((ObjectIndex.CONTROLWORD, 16), (ObjectIndex.TARGET_VELOCITY, 32)),
-        transmission_type=TRANSMISSION_ON_RECEPTION,
+    _pdo(
+        RECEIVE, 3, RPDO_TARGET_VELOCITY_BASE, CONTROLWORD, (OBJ.TARGET_VELOCITY, 32), at_once=True
     ),
-    PdoLayout(
-        RECEIVE,
-        4,
-        RPDO_TARGET_TORQUE_BASE,
-        _objects((ObjectIndex.CONTROLWORD, 16), (ObjectIndex.TARGET_TORQUE, 16)),
-        transmission_type=TRANSMISSION_ON_RECEPTION,
-    ),
-    PdoLayout(
-        TRANSMIT,
-        1,
-        TPDO1_BASE,
-        _objects((ObjectIndex.STATUSWORD, 16), (ObjectIndex.MODES_OF_OPERATION_DISPLAY, 8)),
-    ),
-    PdoLayout(
-        TRANSMIT,
-        2,
-        TPDO2_BASE,
-        _objects((ObjectIndex.STATUSWORD, 16), (ObjectIndex.POSITION_ACTUAL_VALUE, 32)),
-    ),
-    PdoLayout(
-        TRANSMIT,
-        3,
-        TPDO3_BASE,
-        _objects((ObjectIndex.STATUSWORD, 16), (ObjectIndex.VELOCITY_ACTUAL_VALUE, 32)),
-    ),
-    PdoLayout(
-        TRANSMIT,
-        4,
-        TPDO4_BASE,
-        _objects((ObjectIndex.STATUSWORD, 16), (ObjectIndex.TORQUE_ACTUAL_VALUE, 16)),
-    ),
+    _pdo(RECEIVE, 4, RPDO_TARGET_TORQUE_BASE, CONTROLWORD, (OBJ.TARGET_TORQUE, 16), at_once=True),
+    _pdo(TRANSMIT, 1, TPDO1_BASE, STATUSWORD, (OBJ.MODES_OF_OPERATION_DISPLAY, 8)),
+    _pdo(TRANSMIT, 2, TPDO2_BASE, STATUSWORD, (OBJ.POSITION_ACTUAL_VALUE, 32)),
+    _pdo(TRANSMIT, 3, TPDO3_BASE, STATUSWORD, (OBJ.VELOCITY_ACTUAL_VALUE, 32)),
+    _pdo(TRANSMIT, 4, TPDO4_BASE, STATUSWORD, (OBJ.TORQUE_ACTUAL_VALUE, 16)),
 )
