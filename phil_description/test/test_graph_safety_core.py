@@ -85,6 +85,21 @@ def test_the_replay_guard_refuses_stale_and_repeated_requests():
 # -- ESTOP word ------------------------------------------------------------------------------
 
 
+def test_two_graphs_in_one_domain_have_their_own_estop_words():
+    """One graph's hardware node removes its word when it ends; a second graph in the same
+    domain on the machine must keep its own (a test run beside another once lost ESTOP)."""
+    from phil_description.core.graph_key import GraphKey
+
+    secrets = GraphKey.generate(), GraphKey.generate()
+    first, second = (GraphKey(secret) for secret in secrets)
+    assert first.tag != second.tag and len(first.tag) == 12
+    assert GraphKey(secrets[0]).tag == first.tag  # every node of one graph: the same name
+    assert first.tag not in secrets[0]  # derived, the secret not shown
+    names = {estop_word_name(33, '/hardware', key.tag) for key in (first, second)}
+    assert len(names) == 2
+    assert all(name.startswith('phil_estop_d33_hardware_g') for name in names)
+
+
 def test_the_estop_word_counts_triggers_from_any_process(tmp_path):
     name = estop_word_name(42, '/hardware')
     assert name == 'phil_estop_d42_hardware'

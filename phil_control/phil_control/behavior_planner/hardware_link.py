@@ -32,7 +32,7 @@ class HardwareLink:
         self._key = key
         self._waits = waits
         self._logger = node.get_logger()
-        self._estop_word = estop_word_name(node.context.get_domain_id(), HARDWARE_NODE)
+        self._estop_word = estop_word_name(node.context.get_domain_id(), HARDWARE_NODE, key.tag)
         self._estop = node.create_client(Trigger, f'{HARDWARE_NODE}/estop', callback_group=group)
         self._request = node.create_client(
             HardwareRequest, '/hardware/request', callback_group=group

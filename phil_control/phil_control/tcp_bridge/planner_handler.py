@@ -46,7 +46,7 @@ class PlannerHandler:
         self._timeout_s = timeout_s
         self._status: RobotStatus | None = None
         self._hardware: HardwareStatus | None = None
-        self._estop_word = estop_word_name(node.context.get_domain_id(), HARDWARE_NODE)
+        self._estop_word = estop_word_name(node.context.get_domain_id(), HARDWARE_NODE, key.tag)
         self._estop_problem = ''
 
         def planner_down(_down) -> None:

@@ -26,10 +26,13 @@ _WORD = struct.Struct('<Q')
 _UNSAFE = re.compile(r'[^A-Za-z0-9_]+')
 
 
-def estop_word_name(domain_id: int, hardware_node: str) -> str:
-    """The word's file name for a hardware node (fully qualified name) in a ROS domain."""
+def estop_word_name(domain_id: int, hardware_node: str, graph_tag: str = '') -> str:
+    """The word's file name for a hardware node (fully qualified name) in a ROS domain, of
+    the graph ``graph_tag`` names (``GraphKey.tag``): two graphs on one machine never share a
+    word, even in one domain (one graph's hardware node would remove the other's)."""
     node = _UNSAFE.sub('_', hardware_node.strip('/')) or 'hardware'
-    return f'phil_estop_d{int(domain_id)}_{node}'
+    graph = f'_g{_UNSAFE.sub("_", graph_tag)}' if graph_tag else ''
+    return f'phil_estop_d{int(domain_id)}_{node}{graph}'
 
 
 class EstopWord:

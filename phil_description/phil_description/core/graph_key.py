@@ -73,6 +73,12 @@ class GraphKey:
             )
         return cls(secret)
 
+    @property
+    def tag(self) -> str:
+        """A short public name of this graph (derived from the secret, revealing nothing of
+        it): what the graph's machine-local resources are named by."""
+        return self.sign(b'phil graph tag')[:12]
+
     def sign(self, data: bytes) -> str:
         """The signature of ``data`` (hex)."""
         return hmac.new(self._secret, data, hashlib.sha256).digest()[:SIGNATURE_BYTES].hex()

@@ -137,12 +137,13 @@ class HardwareNode(LifecycleTransitions, StatePublishing, BusLoopProcess, Lifecy
 
     def _read_configuration(self) -> None:
         """The parameters, the graph key and the ESTOP word this node creates for the graph."""
-        self._config = Config.from_parameters(
-            self, estop_word_name(self.context.get_domain_id(), self.get_fully_qualified_name())
+        self._key = GraphKey.from_environment()
+        word = estop_word_name(
+            self.context.get_domain_id(), self.get_fully_qualified_name(), self._key.tag
         )
+        self._config = Config.from_parameters(self, word)
         self._model = self._config.model
         self._bus_loop = self._config.bus_loop
-        self._key = GraphKey.from_environment()
         self._replays = ReplayGuard()
         self._estop_word = EstopWord.create(self._bus_loop.estop_word)
         self._watched = tuple(node_name(name) for name in self._config.watched_nodes)
