@@ -103,21 +103,13 @@ def _serial_state(port: str) -> SerialPortState:
 
 
 def _motors_per_bus(model) -> dict[str, list[str]]:
+    from phil_hardware.core.bus_controller.config import motor_kind
+
     per_bus: dict[str, list[str]] = {}
     for joint in model.joints:
         motor = joint.motor
-        per_bus.setdefault(motor.bus, []).append(f'{joint.name} ({_kind(motor)})')
+        per_bus.setdefault(motor.bus, []).append(f'{joint.name} ({motor_kind(motor)})')
     return per_bus
-
-
-def _kind(motor) -> str:
-    from phil_description.core.hardware import DynamixelParams, Epos4Params
-
-    if isinstance(motor, Epos4Params):
-        return f'EPOS4 node {motor.device_id}'
-    if isinstance(motor, DynamixelParams):
-        return f'Dynamixel id {motor.device_id}'
-    return f'TMotor node {motor.device_id}'
 
 
 def _discovery(model, channel_base: str, serial_port: str) -> list[Finding]:
@@ -126,6 +118,7 @@ def _discovery(model, channel_base: str, serial_port: str) -> list[Finding]:
     from phil_hardware.core.bus_controller.config import (
         SequenceTiming,
         controller_config_from_model,
+        motor_kind,
         relocate_buses,
     )
     from phil_hardware.rt.process import open_transports
@@ -161,7 +154,7 @@ def _discovery(model, channel_base: str, serial_port: str) -> list[Finding]:
     return check_motors([
         MotorAnswer(
             joint=joint.name,
-            motor=f'{_kind(joint.motor)} on {joint.motor.bus}',
+            motor=f'{motor_kind(joint.motor)} on {joint.motor.bus}',
             answered=index not in silent,
             position_rad=measured.position_rad[index],
             status=measured.status[index],

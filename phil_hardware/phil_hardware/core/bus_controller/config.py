@@ -205,6 +205,15 @@ def default_gravity_joints(names: Iterable[str]) -> dict[str, tuple[str, str, st
     return chains
 
 
+def motor_kind(motor: MotorParams) -> str:
+    """E.g. "EPOS4 node 7", "TMotor node 0", "Dynamixel id 1"."""
+    if isinstance(motor, TMotorParams):
+        return f'TMotor node {motor.device_id}'
+    if isinstance(motor, Epos4Params):
+        return f'EPOS4 node {motor.device_id}'
+    return f'Dynamixel id {motor.device_id}'
+
+
 def controller_config_from_model(
     model: RobotModel,
     *,

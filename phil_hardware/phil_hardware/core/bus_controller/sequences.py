@@ -25,7 +25,7 @@ from phil_hardware.core.codecs import epos4 as epos4_codec
 from phil_hardware.core.safety import SafetyMonitor
 
 from .base import Clock, ControllerError, MotorMissingError, Transports
-from .config import ControllerConfig, Epos4Params, TMotorParams
+from .config import ControllerConfig, motor_kind
 from .feedback import FeedbackReceiver
 from .state import Lifecycle
 
@@ -55,14 +55,7 @@ class LifecycleSequences(FeedbackReceiver):
     def describe_motor(self, index: int) -> str:
         """E.g. "right_wrist (EPOS4 node 7 on can3)"."""
         joint = self.config.joints[index]
-        motor = joint.motor
-        if isinstance(motor, TMotorParams):
-            kind = f'TMotor node {motor.device_id}'
-        elif isinstance(motor, Epos4Params):
-            kind = f'EPOS4 node {motor.device_id}'
-        else:
-            kind = f'Dynamixel id {motor.device_id}'
-        return f'{joint.name} ({kind} on {motor.bus})'
+        return f'{joint.name} ({motor_kind(joint.motor)} on {joint.motor.bus})'
 
     def wait(
         self,
