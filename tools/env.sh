@@ -5,6 +5,7 @@
 # shellcheck source=tools/workspace.sh
 source "$(dirname "${BASH_SOURCE[0]}")/workspace.sh"
 phil_select_ros || return 1
+phil_forget_other_trees
 
 # shellcheck disable=SC1091
 source "$phil_venv/bin/activate"

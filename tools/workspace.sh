@@ -12,7 +12,8 @@
 #
 # Sets phil_root, phil_ros (the distro), phil_mode, phil_venv, phil_stamps, phil_build,
 # phil_install, phil_log, phil_python_version (empty for a sourced install) and
-# phil_requirements_ros (empty for a sourced install).
+# phil_requirements_ros (empty for a sourced install). phil_forget_other_trees then clears
+# the path variables of the choice not made.
 
 phil_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
@@ -71,4 +72,34 @@ phil_install_requirements() {
   for file in "$@"; do args+=(-r "$file"); done
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "${args[@]}" || exit 1
   echo "$wanted" > "$stamp"
+}
+
+# Drop the other choice's venv and trees from the path variables of a shell that had it sourced
+# (`source tools/env.sh`, then `PHIL_ROS=jazzy source tools/env.sh`): the mix loads Kilted's
+# message libraries into Jazzy's Python, and a build chains the other install into this one's
+# setup.bash for good. Entries outside the workspace, and this choice's own, stay.
+phil_forget_other_trees() {
+  local variable entry tree kept entries
+  for variable in COLCON_PREFIX_PATH AMENT_PREFIX_PATH CMAKE_PREFIX_PATH LD_LIBRARY_PATH \
+                  PYTHONPATH PATH; do
+    [ -n "${!variable:-}" ] || continue
+    IFS=: read -ra entries <<< "${!variable}"
+    kept=()
+    for entry in "${entries[@]}"; do
+      case "$entry" in
+        "$phil_root"/install*|"$phil_root"/build*|"$phil_root"/.venv*)
+          tree=${entry#"$phil_root"/} tree=${tree%%/*}
+          case "$tree" in
+            "${phil_install##*/}"|"${phil_build##*/}"|"${phil_venv##*/}") ;;
+            *) continue ;;
+          esac ;;
+      esac
+      kept+=("$entry")
+    done
+    if [ ${#kept[@]} -eq 0 ]; then
+      unset "$variable"
+    else
+      export "$variable=$(IFS=:; echo "${kept[*]}")"
+    fi
+  done
 }

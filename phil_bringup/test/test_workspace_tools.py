@@ -103,3 +103,35 @@ def test_the_wheels_builder_paths_become_this_machines(tmp_path):
         )
     assert (exports / 'untouched.cmake').read_text() == 'set(x /opt/other)\n'
     assert fixer.fix_prefix(tmp_path) == 0
+
+
+def test_a_shell_that_had_the_other_choice_sourced_forgets_its_trees():
+    """Kilted's workspace sourced, then Jazzy's asked for: Kilted's install, build and venv
+    leave every path variable (their message libraries crash Jazzy's Python), while entries
+    outside the workspace and Jazzy's own stay, in order."""
+    kilted = [f'{ROOT}/install/phil_msgs/lib', f'{ROOT}/.venv/bin', f'{ROOT}/build/phil_ros']
+    jazzy = f'{ROOT}/install-jazzy/phil_msgs/lib'
+    variables = {
+        'LD_LIBRARY_PATH': ':'.join([kilted[0], '/usr/lib/extra', jazzy]),
+        'PATH': ':'.join([kilted[1], '/usr/bin', '/bin']),
+        'PYTHONPATH': kilted[2],
+        'COLCON_PREFIX_PATH': f'{ROOT}/install',
+    }
+    script = (
+        f'source {ROOT}/tools/workspace.sh && phil_select_ros && phil_forget_other_trees && '
+        + ' && '.join(f'echo "{name}=${{{name}-unset}}"' for name in variables)
+    )
+    done = subprocess.run(
+        ['/bin/bash', '-c', script],
+        env={**variables, 'PHIL_ROS': 'jazzy'},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        f'LD_LIBRARY_PATH=/usr/lib/extra:{jazzy}',
+        'PATH=/usr/bin:/bin',
+        'PYTHONPATH=unset',
+        'COLCON_PREFIX_PATH=unset',
+    ]

@@ -1,10 +1,12 @@
 """The main() of every Phil node: init, spin, shut down cleanly on Ctrl-C, on an external
 shutdown, or when the graph is told to shut down (QUIT; :mod:`phil_ros.graph_shutdown`).
 
-Ctrl-C and SIGTERM are requests, not exceptions: rclpy's signal handler shuts the context down
-and the main thread leaves the spin between two callbacks. A KeyboardInterrupt raised wherever
-the main thread happens to be (halfway through starting the bus loop, say) would leave things
-half built.
+Ctrl-C and SIGTERM are requests, not exceptions: our own handler records them and the main
+thread leaves the spin between two callbacks, then tears down in order (executor, nodes,
+context). rclpy's handlers are not installed: a KeyboardInterrupt raised wherever the main
+thread happens to be (halfway through starting the bus loop, say) would leave things half
+built, and the context they shut down from inside the signal left the executor's open wait to
+be released after the nodes and the context were gone (Jazzy's rclpy then crashed at exit).
 
 A node follows only a graph shutdown signed with the graph key. (Its heartbeat is its own:
 :mod:`phil_ros.heartbeats`.)
@@ -27,6 +29,7 @@ from rclpy.context import Context
 from rclpy.exceptions import ParameterException
 from rclpy.executors import Executor, ExternalShutdownException
 from rclpy.node import Node
+from rclpy.signals import SignalHandlerOptions
 
 from phil_description.core.exit_status import CONFIG_ERROR_EXIT
 from phil_description.core.graph_key import GraphKey, GraphKeyError
@@ -43,8 +46,8 @@ CONFIG_ERRORS = (ValueError, ParameterException)
 class StopSignals:
     """Ctrl-C and SIGTERM recorded as a stop request instead of raised as KeyboardInterrupt.
 
-    Installed before ``rclpy.init``, whose handlers chain to these; a signal that comes before
-    rclpy has a context is still seen (``received``).
+    Installed before ``rclpy.init``, which is told to install none of its own; a signal that
+    comes before rclpy has a context is still seen (``received``).
     """
 
     def __init__(self) -> None:
@@ -89,7 +92,7 @@ def run_nodes(
     followed the graph shutdown (each runs its own ``on_graph_shutdown``), or on Ctrl-C.
     """
     stop_signals = StopSignals().install()
-    rclpy.init(args=args)
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     nodes: list[Node] = []
     executor = None
     try:
@@ -106,12 +109,12 @@ def run_nodes(
             # Armed before the handlers below: clearing a caught exception can already free
             # rcl handles (its traceback holds the frames that own them).
             exit_if_stuck(TEARDOWN_TIMEOUT_S)
-    except (KeyboardInterrupt, ExternalShutdownException):
+    except ExternalShutdownException:
         pass
     except Exception:
-        # Ctrl-C shuts the context down from rclpy's signal handler; whatever was using it at
-        # that moment (a node being built, a wait set) fails with RCLError. Only then is it a
-        # normal stop.
+        # A context shut down from outside (rclpy.shutdown in the same process) fails whatever
+        # was using it at that moment with RCLError; a configuration refused after Ctrl-C is a
+        # stop too. Only then is it a normal stop.
         if rclpy.ok() and not stop_signals.received:
             raise
     finally:
@@ -132,7 +135,7 @@ def _shut_down(executor: Executor) -> None:
     in two runs of the Jazzy suite: a SIGSEGV and a corrupt heap)."""
     try:
         executor.shutdown(timeout_sec=TEARDOWN_TIMEOUT_S)
-    except Exception:  # Ctrl-C already shut the context down under it: nothing left to end
+    except Exception:  # the context was shut down from outside: nothing left to end
         if rclpy.ok():
             raise
 

@@ -252,6 +252,7 @@ def test_start_up_objects_are_frozen_out_of_the_garbage_collector(domain_env):
 TEARDOWN_PROBE = textwrap.dedent("""
     import os
     import signal
+    import rclpy
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.node import Node
     from phil_ros.node_runner import run_node
@@ -261,6 +262,7 @@ TEARDOWN_PROBE = textwrap.dedent("""
     class RecordingExecutor(SingleThreadedExecutor):
         def shutdown(self, timeout_sec=None):
             # The wait of the last spin is still open here (the generator holds the handles).
+            order.append(f'context up: {rclpy.ok()}')
             order.append(f'executor shut down (wait open: {self._cb_iter is not None})')
             done = super().shutdown(timeout_sec)
             order.append(f'wait closed: {self._cb_iter is None}')
@@ -272,7 +274,7 @@ TEARDOWN_PROBE = textwrap.dedent("""
             self.create_timer(0.01, self.stop)
 
         def stop(self):
-            os.kill(os.getpid(), signal.SIGTERM)  # a stop request
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C
 
         def destroy_node(self):
             order.append('node destroyed')
@@ -283,13 +285,50 @@ TEARDOWN_PROBE = textwrap.dedent("""
 """)
 
 
-def test_the_executor_is_shut_down_before_its_nodes_are_destroyed(domain_env):
+def test_after_ctrl_c_the_executor_is_shut_down_before_its_nodes_and_the_context(domain_env):
     """The last spin's open wait holds every entity's handle; it must close while the nodes
-    and the context are still there (Jazzy's rclpy crashed at exit otherwise)."""
+    and the context are still there (Jazzy's rclpy crashed at exit otherwise). Ctrl-C must
+    not shut the context down under it, as rclpy's own signal handler would."""
     done = _run_probe(TEARDOWN_PROBE, domain_env)
     assert done.stdout.strip() == str(
-        ['executor shut down (wait open: True)', 'wait closed: True', 'node destroyed']
+        [
+            'context up: True',
+            'executor shut down (wait open: True)',
+            'wait closed: True',
+            'node destroyed',
+        ]
     )
+
+
+CTRL_C_WHILE_BUILDING = textwrap.dedent("""
+    import os
+    import signal
+    from rclpy.node import Node
+    from std_msgs.msg import String
+    from phil_ros.node_runner import run_node
+
+    class HalfBuilt(Node):
+        def __init__(self):
+            super().__init__('ctrl_c_while_building')
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C halfway through the constructor
+            self.create_publisher(String, '~/after_the_signal', 10)
+            print('built', flush=True)
+
+        def destroy_node(self):
+            print('destroyed', flush=True)
+            super().destroy_node()
+
+    run_node(HalfBuilt)
+    print('exited', flush=True)
+""")
+
+
+def test_ctrl_c_while_a_node_is_built_lets_it_finish_then_stops_cleanly(domain_env):
+    """Neither a KeyboardInterrupt in the middle of the constructor nor a context shut down
+    under it: the node is built whole, then destroyed, and the process exits 0."""
+    done = _run_probe(CTRL_C_WHILE_BUILDING, domain_env)
+    assert done.stdout.splitlines() == ['built', 'destroyed', 'exited']
+    assert 'Traceback' not in done.stderr, done.stderr
 
 
 LISTENER = textwrap.dedent("""
