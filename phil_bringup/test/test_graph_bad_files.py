@@ -114,6 +114,10 @@ def test_a_play_list_with_bad_entries_plays_its_good_one_and_moves_for_no_bad_on
             "'DOUBLE'",
         ),
         ('tcp_bridge.reply_timeout_s=-1.0', 'parameter reply_timeout_s = -1.0 must be > 0 s'),
+        (
+            'hardware.epos4_frame_form=dlc8',
+            "parameter epos4_frame_form = 'dlc8' must be one of: cia301, upstream",
+        ),
     ],
 )
 def test_a_bad_parameter_stops_the_whole_graph_at_start_up_with_one_line(

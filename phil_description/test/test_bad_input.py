@@ -88,7 +88,26 @@ def test_unknown_motor_family(description):
         '<param name="family">dynamixel</param>',
         '<param name="family">servo</param>',
     )
-    expect_error(description, 'phil.urdf.xacro', "joint 'head_yaw'", "unknown family 'servo'")
+    expect_error(
+        description,
+        'phil.urdf.xacro',
+        "joint 'head_yaw'",
+        "'family' = 'servo' must be one of: tmotor, epos4, dynamixel",
+    )
+
+
+def test_unknown_canopen_frame_form(description):
+    edit(
+        description / 'urdf' / 'phil.urdf.xacro',
+        '<xacro:arg name="epos4_frame_form" default="cia301"/>',
+        '<xacro:arg name="epos4_frame_form" default="dlc8"/>',
+    )
+    expect_error(
+        description,
+        'phil.urdf.xacro',
+        "joint 'right_wrist'",
+        "'frame_form' = 'dlc8' must be one of: cia301, upstream",
+    )
 
 
 def test_two_motors_with_one_id_on_one_bus(description):

@@ -7,12 +7,16 @@ import math
 import pytest
 
 from phil_description.core import default_robot_model
-from phil_hardware.core.bus_controller.config import controller_config_from_model
+from phil_hardware.core.bus_controller.config import CanopenFrameForm, controller_config_from_model
 from phil_hardware.core.bus_controller.dynamixel import DynamixelBank
 from phil_hardware.core.bus_controller.epos4 import (
     CONFIGURE_SDOS,
     Epos4Group,
     drive_fault_text,
+    mode_switch_frames,
+    nmt_pre_operational,
+    nmt_start,
+    sdo_download,
     shutdown_frames,
 )
 from phil_hardware.core.bus_controller.tmotor import TMotorGroup, is_status_frame
@@ -117,6 +121,47 @@ def test_pedal_cst_has_no_gravity_term(config):
 
 def test_maxon_shutdown_is_controlword_6_then_sync():
     assert shutdown_frames(8) == [CanFrame(0x208, b'\x06\x00'), CanFrame(0x080, b'')]
+
+
+# Every frame whose form CiA 301 and upstream differ in, for right_wrist (node 7), in both.
+FORMS = {
+    CanopenFrameForm.CIA301: {
+        'sdo 1 byte (0x6060 = 8)': '2f60600008000000',
+        'sdo 2 bytes (0x60B2 = 0)': '2bb2600000000000',
+        'sdo 4 bytes (0x607A = -2)': '237a6000feffffff',
+        'nmt start': '0107',
+        'nmt pre-operational': '8007',
+        'controlword shutdown': '0600',
+        'controlword enable': '0f00',
+    },
+    CanopenFrameForm.UPSTREAM: {
+        'sdo 1 byte (0x6060 = 8)': '2260600008000000',
+        'sdo 2 bytes (0x60B2 = 0)': '22b2600000000000',
+        'sdo 4 bytes (0x607A = -2)': '227a6000feffffff',
+        'nmt start': '0107000000000000',
+        'nmt pre-operational': '8007000000000000',
+        'controlword shutdown': '0600000000000000',
+        'controlword enable': '0f00000000000000',
+    },
+}
+
+
+@pytest.mark.parametrize('form', list(CanopenFrameForm), ids=lambda form: form.value)
+def test_each_frame_form_gives_its_golden_frames(form):
+    switch = mode_switch_frames(7, 8, form)
+    frames = {
+        'sdo 1 byte (0x6060 = 8)': switch[0],
+        'sdo 2 bytes (0x60B2 = 0)': sdo_download(7, 0x60B2, 0, 0, 2, form),
+        'sdo 4 bytes (0x607A = -2)': sdo_download(7, 0x607A, 0, -2, 4, form),
+        'nmt start': nmt_start(7, form),
+        'nmt pre-operational': nmt_pre_operational(7, form),
+        'controlword shutdown': shutdown_frames(7, form)[0],
+        'controlword enable': switch[2],
+    }
+    ids = {'sdo': 0x607, 'nmt': 0x000, 'controlword': 0x207}
+    assert {what: frame.data.hex() for what, frame in frames.items()} == FORMS[form]
+    for what, frame in frames.items():
+        assert frame.arbitration_id == ids[what.split()[0]], what
 
 
 def test_configure_sdo_list_follows_upstream_order_and_object_sizes():

@@ -7,6 +7,7 @@ from phil_description.core.errors import DescriptionError
 from phil_description.core.frames import BASE_FRAME, KINEMATIC_FRAME, transform_points
 from phil_description.core.hardware import (
     CanBusParams,
+    CanopenFrameForm,
     DynamixelParams,
     Epos4Params,
     HardwareConfig,
@@ -31,6 +32,7 @@ __all__ = [
     'KINEMATIC_FRAME',
     'ArmLengths',
     'CanBusParams',
+    'CanopenFrameForm',
     'DescriptionError',
     'DrumKit',
     'DynamixelParams',

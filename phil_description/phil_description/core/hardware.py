@@ -23,6 +23,29 @@ class MotorFamily(str, enum.Enum):
     DYNAMIXEL = 'dynamixel'  # ROBOTIS Dynamixel X series, Protocol 2.0 serial
 
 
+class CanopenFrameForm(str, enum.Enum):
+    """How an EPOS4's frames are laid out where CiA 301 and upstream's controller differ.
+
+    ``cia301``: SDO downloads state their size (0x2F/0x2B/0x23 for 1/2/4 bytes); NMT and
+    the controlword RPDO carry their 2 bytes. The EPOS4's CAN interface follows CiA 301 V4.2
+    (EPOS4 Communication Guide, section 3.1), and its SDO abort codes include the length
+    checks only a sized request allows (0x0607 0010 / 0x0607 0013, Table 6-20).
+    ``upstream``: upstream's frames, SDO downloads without a size (0x22: the drive takes the
+    object's size), NMT and controlword zero-padded to DLC 8.
+    """
+
+    CIA301 = 'cia301'
+    UPSTREAM = 'upstream'
+
+    @property
+    def sdo_size_indicated(self) -> bool:
+        return self is CanopenFrameForm.CIA301
+
+    @property
+    def pad_to_dlc8(self) -> bool:
+        return self is CanopenFrameForm.UPSTREAM
+
+
 @dataclass(frozen=True)
 class MotorParams:
     """What every actuator has. Conversion: motor = (joint - initial_position_rad) * sign."""
@@ -66,6 +89,7 @@ class Epos4Params(MotorParams):
     max_torque_mnm: float
     gravity_mass_kg: float
     gravity_lever_m: float
+    frame_form: CanopenFrameForm = CanopenFrameForm.CIA301
 
     @property
     def counts_per_output_rev(self) -> int:
@@ -160,15 +184,18 @@ class _ParamReader:
         )
         return int(value)
 
+    def choice(self, key: str, choices: type[enum.Enum]) -> enum.Enum:
+        text = self.text(key)
+        try:
+            return choices(text)
+        except ValueError:
+            valid = ', '.join(choice.value for choice in choices)
+            raise self.error(f'parameter {key!r} = {text!r} must be one of: {valid}') from None
+
 
 def _motor_params(joint: Ros2ControlJoint, source: str) -> MotorParams:
     reader = _ParamReader(joint.params, source, f'ros2_control joint {joint.name!r}')
-    family_text = reader.text('family')
-    try:
-        family = MotorFamily(family_text)
-    except ValueError:
-        valid = ', '.join(f.value for f in MotorFamily)
-        raise reader.error(f'unknown family {family_text!r} (valid: {valid})') from None
+    family = reader.choice('family', MotorFamily)
     common = {
         'joint': joint.name,
         'family': family,
@@ -198,6 +225,7 @@ def _motor_params(joint: Ros2ControlJoint, source: str) -> MotorParams:
             max_torque_mnm=reader.positive('max_torque_mnm'),
             gravity_mass_kg=reader.non_negative('gravity_mass_kg'),
             gravity_lever_m=reader.non_negative('gravity_lever_m'),
+            frame_form=reader.choice('frame_form', CanopenFrameForm),
         )
     return DynamixelParams(**common, device_id=reader.integer('dxl_id', 0, 252))
 

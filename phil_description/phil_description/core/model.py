@@ -254,6 +254,9 @@ def load_robot_model(
 
 
 @functools.lru_cache(maxsize=4)
-def default_robot_model(sim: bool = False) -> RobotModel:
-    """The installed description, expanded once per process (``sim`` selects simulated buses)."""
-    return load_robot_model(xacro_args={'sim': 'true' if sim else 'false'})
+def default_robot_model(sim: bool = False, epos4_frame_form: str = 'cia301') -> RobotModel:
+    """The installed description, expanded once per process (``sim`` selects simulated buses,
+    ``epos4_frame_form`` the xacro argument of that name)."""
+    return load_robot_model(
+        xacro_args={'sim': 'true' if sim else 'false', 'epos4_frame_form': epos4_frame_form}
+    )

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from phil_description.core import default_robot_model
+from phil_description.core import CanopenFrameForm, default_robot_model
 from phil_description.core.liveness import DEFAULT_LIVENESS_TIMEOUT_S
 from phil_description.core.model import RobotModel
 from phil_hardware.core.bus_controller import (
@@ -31,6 +31,11 @@ _TIMING = SequenceTiming()
 #: The node's parameters: name -> (default, description).
 PARAMETERS = {
     'sim': (False, "the URDF with the device simulators' buses instead of can0..3 and the tty"),
+    'epos4_frame_form': (
+        'cia301',
+        "the URDF's xacro argument epos4_frame_form: cia301 (SDO downloads that state their "
+        'size, 2-byte NMT and controlword frames) or upstream (SDO 0x22, 8-byte frames)',
+    ),
     'sched_priority': (40, 'SCHED_FIFO priority of the bus loop (0 = normal scheduler)'),
     'cpu_affinity': ([-1], 'CPUs of the bus loop, e.g. [1]; [-1] = any'),
     'lock_memory': (True, 'mlockall in the bus-loop process'),
@@ -131,7 +136,11 @@ class Config:
                 f'parameter liveness_timeout_s must be positive and finite, got '
                 f'{liveness_timeout_s}'
             )
-        model = default_robot_model(sim=bool(values['sim']))
+        form = str(values['epos4_frame_form'])
+        if form not in {choice.value for choice in CanopenFrameForm}:
+            choices = ', '.join(choice.value for choice in CanopenFrameForm)
+            raise ValueError(f'parameter epos4_frame_form = {form!r} must be one of: {choices}')
+        model = default_robot_model(bool(values['sim']), form)
         return cls(
             model=model,
             bus_loop=bus_loop_config(values, model, estop_word),

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 
 from phil_description.core import (
     CanBusParams,
+    CanopenFrameForm,
     DynamixelParams,
     Epos4Params,
     MotorParams,
@@ -308,6 +309,7 @@ def relocate_buses(
 
 
 __all__ = [
+    'CanopenFrameForm',
     'ControllerConfig',
     'CycleConfig',
     'Epos4Params',

@@ -21,7 +21,9 @@ from phil_hardware.core.codecs.epos4 import (
 )
 from phil_hardware.core.codecs.frame import CanFrame
 
-from .config import Epos4Params, JointConfig
+from .config import CanopenFrameForm, Epos4Params, JointConfig
+
+CIA301 = CanopenFrameForm.CIA301
 
 # Upstream's start-up SDO list, in its order: (object, sub-index, value, size in bytes).
 CONFIGURE_SDOS: tuple[tuple[int, int, int, int], ...] = (
@@ -45,23 +47,39 @@ MODE_OF = {
 }
 
 
-def mode_sdo(node_id: int, mode: ModeOfOperation) -> CanFrame:
+def sdo_download(
+    node_id: int, index: int, subindex: int, value: int, size: int, form: CanopenFrameForm = CIA301
+) -> CanFrame:
+    """Expedited SDO download in the drive's frame form (sized, or upstream's 0x22)."""
+    return epos4.encode_sdo_download(
+        node_id, index, subindex, value, size, size_indicated=form.sdo_size_indicated
+    )
+
+
+def controlword_frame(node_id: int, controlword: int, form: CanopenFrameForm = CIA301) -> CanFrame:
+    """The controlword RPDO in the drive's frame form (DLC 2, or upstream's DLC 8)."""
+    return epos4.encode_controlword(node_id, controlword, pad_to_dlc8=form.pad_to_dlc8)
+
+
+def mode_sdo(node_id: int, mode: ModeOfOperation, form: CanopenFrameForm = CIA301) -> CanFrame:
     """SDO download of 0x6060 (modes of operation, 1 byte)."""
-    return epos4.encode_sdo_download(node_id, ObjectIndex.MODES_OF_OPERATION, 0, int(mode), 1)
+    return sdo_download(node_id, ObjectIndex.MODES_OF_OPERATION, 0, int(mode), 1, form)
 
 
-def mode_switch_frames(node_id: int, mode: ModeOfOperation) -> list[CanFrame]:
+def mode_switch_frames(
+    node_id: int, mode: ModeOfOperation, form: CanopenFrameForm = CIA301
+) -> list[CanFrame]:
     """Run-time CSP <-> CST switch as upstream: 0x6060 SDO, Shutdown, Enable (no SYNC)."""
     return [
-        mode_sdo(node_id, mode),
-        epos4.encode_controlword(node_id, Controlword.SHUTDOWN),
-        epos4.encode_controlword(node_id, Controlword.ENABLE_OPERATION),
+        mode_sdo(node_id, mode, form),
+        controlword_frame(node_id, Controlword.SHUTDOWN, form),
+        controlword_frame(node_id, Controlword.ENABLE_OPERATION, form),
     ]
 
 
-def shutdown_frames(node_id: int) -> list[CanFrame]:
+def shutdown_frames(node_id: int, form: CanopenFrameForm = CIA301) -> list[CanFrame]:
     """Controlword Shutdown followed by SYNC (power stage off; sent on a range violation)."""
-    return [epos4.encode_controlword(node_id, Controlword.SHUTDOWN), epos4.encode_sync()]
+    return [controlword_frame(node_id, Controlword.SHUTDOWN, form), epos4.encode_sync()]
 
 
 @dataclass
@@ -138,7 +156,7 @@ class Epos4Drive:
         # Start the derivative from the current error so the switch does not kick.
         self.previous_error_rad = error
         self.filtered_derivative_rad_s = 0.0
-        return mode_switch_frames(self.node_id, mode)
+        return mode_switch_frames(self.node_id, mode, self.params.frame_form)
 
     def decode(self, frame: CanFrame) -> tuple[Epos4Feedback, float]:
         """Decode TPDO 0x180+n into (feedback, joint position [rad]).
@@ -185,23 +203,26 @@ class Epos4Group:
 def reenable_frames(drive: Epos4Drive, measured_rad: float) -> list[CanFrame]:
     """After a reset: CSP mode, target = measured, Shutdown, Enable (SYNC sent by the caller)."""
     params = drive.params
+    form = params.frame_form
     motor_rad = params.joint_to_motor_rad(measured_rad) if measured_rad == measured_rad else 0.0
     return [
-        mode_sdo(drive.node_id, ModeOfOperation.CYCLIC_SYNC_POSITION),
+        mode_sdo(drive.node_id, ModeOfOperation.CYCLIC_SYNC_POSITION, form),
         epos4.encode_target_position(drive.node_id, motor_rad, params.gear_ratio),
-        epos4.encode_controlword(drive.node_id, Controlword.SHUTDOWN),
-        epos4.encode_controlword(drive.node_id, Controlword.ENABLE_OPERATION),
+        controlword_frame(drive.node_id, Controlword.SHUTDOWN, form),
+        controlword_frame(drive.node_id, Controlword.ENABLE_OPERATION, form),
     ]
 
 
-def nmt_start(node_id: int) -> CanFrame:
+def nmt_start(node_id: int, form: CanopenFrameForm = CIA301) -> CanFrame:
     """NMT start remote node (COB-ID 0x000, ``[0x01, node]``): the drive's PDOs start."""
-    return epos4.encode_nmt(NmtCommand.START_REMOTE_NODE, node_id)
+    return epos4.encode_nmt(NmtCommand.START_REMOTE_NODE, node_id, pad_to_dlc8=form.pad_to_dlc8)
 
 
-def nmt_pre_operational(node_id: int) -> CanFrame:
+def nmt_pre_operational(node_id: int, form: CanopenFrameForm = CIA301) -> CanFrame:
     """NMT enter pre-operational (``[0x80, node]``): PDOs stop, their layout may change."""
-    return epos4.encode_nmt(NmtCommand.ENTER_PRE_OPERATIONAL, node_id)
+    return epos4.encode_nmt(
+        NmtCommand.ENTER_PRE_OPERATIONAL, node_id, pad_to_dlc8=form.pad_to_dlc8
+    )
 
 
 def describe_statusword(statusword: int) -> str:
@@ -229,10 +250,12 @@ __all__ = [
     'describe_statusword',
     'drive_fault_text',
     'is_operation_enabled',
+    'controlword_frame',
     'mode_sdo',
     'mode_switch_frames',
     'nmt_pre_operational',
     'nmt_start',
     'reenable_frames',
+    'sdo_download',
     'shutdown_frames',
 ]

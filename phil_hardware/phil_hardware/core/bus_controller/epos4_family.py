@@ -24,11 +24,13 @@ from .epos4 import (
     CONFIGURE_SDOS,
     Epos4Drive,
     Epos4Group,
+    controlword_frame,
     describe_statusword,
     drive_fault_text,
     is_operation_enabled,
     nmt_start,
     reenable_frames,
+    sdo_download,
     shutdown_frames,
 )
 from .epos4_pdo_setup import write_pdo_layout
@@ -102,7 +104,7 @@ class Epos4Family(MotorFamily):
         for drive in drives:
             drive.mode = ModeOfOperation.CYCLIC_SYNC_POSITION
             # PDOs flow from now on (power stage stays off): the state is readable while inactive.
-            self.ctl.send(drive.bus, nmt_start(drive.node_id))
+            self.ctl.send(drive.bus, nmt_start(drive.node_id, drive.params.frame_form))
         self._send_controlword_all(drives, Controlword.SHUTDOWN)
 
     def activate(self) -> None:
@@ -179,7 +181,7 @@ class Epos4Family(MotorFamily):
         if not behind:
             return
         for drive in behind:
-            ctl.send(drive.bus, nmt_start(drive.node_id))
+            ctl.send(drive.bus, nmt_start(drive.node_id, drive.params.frame_form))
         self._send_controlword_all(behind, Controlword.SHUTDOWN)
         if not ctl.wait(
             timeout_s,
@@ -225,8 +227,10 @@ class Epos4Family(MotorFamily):
             else dict.fromkeys((d.node_id for d in drives), value)
         )
 
+        forms = {drive.node_id: drive.params.frame_form for drive in drives}
+
         def request(node: int) -> CanFrame:
-            return codec.encode_sdo_download(node, index, subindex, values[node], size)
+            return sdo_download(node, index, subindex, values[node], size, forms[node])
 
         shown = f' = {value}' if isinstance(value, int) else ''
         self._sdo_exchange(
@@ -292,7 +296,9 @@ class Epos4Family(MotorFamily):
         for bus in self.group.buses(drives):
             for drive in drives:
                 if drive.bus == bus:
-                    send(bus, codec.encode_controlword(drive.node_id, controlword))
+                    send(
+                        bus, controlword_frame(drive.node_id, controlword, drive.params.frame_form)
+                    )
             send(bus, codec.encode_sync())
 
     # -- cyclic ------------------------------------------------------------------------------
@@ -326,7 +332,7 @@ class Epos4Family(MotorFamily):
             for drive in drives:
                 if drive.enabled and ctl.safety.out_of_range(drive.index):
                     drive.enabled = False
-                    for frame in shutdown_frames(drive.node_id):
+                    for frame in shutdown_frames(drive.node_id, drive.params.frame_form):
                         ctl.send(bus, frame)
 
     def resume(self) -> None:

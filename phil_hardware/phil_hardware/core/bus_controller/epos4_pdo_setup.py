@@ -45,7 +45,7 @@ def write_pdo_layout(family: Epos4Family, drives: Sequence[Epos4Drive]) -> None:
         targets = [drive for drive in drives if drive.node_id in differing]
         for drive in targets:
             if drive.node_id not in rewritten:  # a layout changes in pre-operational only
-                ctl.send(drive.bus, nmt_pre_operational(drive.node_id))
+                ctl.send(drive.bus, nmt_pre_operational(drive.node_id, drive.params.frame_form))
             rewritten.setdefault(drive.node_id, []).append(
                 (pdo.name(), differing[drive.node_id][0])
             )

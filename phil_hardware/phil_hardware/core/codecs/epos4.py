@@ -7,7 +7,9 @@ modes of operation, power state) and is re-exported here, so ``epos4.encode_sdo_
 * NMT frames are the standard 2-byte frames; upstream pads them to DLC 8 (``pad_to_dlc8=True``).
 * SDO downloads are expedited and size-indicated (0x2F/0x2B/0x27/0x23) by default; the upstream
   "size not indicated" form (0x22) is built with ``size_indicated=False``.
-* The controlword RPDO uses DLC 2 (upstream sent DLC 8; the drive maps 16 bits either way).
+* The controlword RPDO uses DLC 2; upstream's DLC 8 with ``pad_to_dlc8=True`` (the drive maps
+  16 bits either way). Which form the controller sends is the URDF's choice per drive
+  (``CanopenFrameForm``).
 * Scaled values are rounded to nearest (ties away from zero) and saturated to their field.
 * Torques are in mNm; positions are output-shaft motor angles in rad.
 """
@@ -214,12 +216,16 @@ def permille_to_torque_mnm(permille: int, rated_torque_mnm: float = RATED_TORQUE
     return permille * rated_torque_mnm / 1000.0
 
 
-def encode_controlword(node_id: int, controlword: int) -> CanFrame:
-    """Encode RPDO 0x200+n: uint16 LE controlword, DLC 2."""
+def encode_controlword(node_id: int, controlword: int, *, pad_to_dlc8: bool = False) -> CanFrame:
+    """Encode RPDO 0x200+n: uint16 LE controlword, DLC 2 (upstream's zero-padded DLC 8 with
+    ``pad_to_dlc8``; the drive applies the 16 mapped bits either way)."""
     check_node(node_id)
     if not 0 <= controlword <= 0xFFFF:
         raise CodecError(f'controlword must be 0..0xFFFF, got {controlword}')
-    return make_frame(RPDO_CONTROLWORD_BASE + node_id, controlword.to_bytes(2, 'little'))
+    data = controlword.to_bytes(2, 'little')
+    return make_frame(
+        RPDO_CONTROLWORD_BASE + node_id, data.ljust(8, b'\0') if pad_to_dlc8 else data
+    )
 
 
 def encode_target_position(
