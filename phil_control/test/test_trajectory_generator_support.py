@@ -134,9 +134,13 @@ class Harness:
         self.executor = SingleThreadedExecutor(context=context)
         self.executor.add_node(self.node)
         self.executor.add_node(self.probe)
-        assert self.spin_until(lambda: self.states), 'no latched commanded_state'
+
+    def wait_ready(self) -> None:
+        """The latched commanded state and every action server seen (discovery may take long
+        on a busy machine: the waits are bounds, not expectations)."""
+        assert self.spin_until(lambda: self.states, 30.0), 'no latched commanded_state'
         for client in self.clients.values():
-            assert client.wait_for_server(timeout_sec=10.0)
+            assert client.wait_for_server(timeout_sec=30.0)
 
     def spin_until(self, predicate, timeout_s: float = 10.0) -> bool:
         deadline = time.monotonic() + timeout_s
@@ -187,6 +191,7 @@ def harnesses(context) -> Iterator[Callable[..., Harness]]:
 
     def make(**parameters) -> Harness:
         created.append(Harness(context, **parameters))
+        created[-1].wait_ready()  # a harness that never gets ready is still closed
         return created[-1]
 
     try:

@@ -41,12 +41,13 @@ import random
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 from rt_loop_rig import Sniffer, probe_chunk, probe_latencies, start_simulator
 
-from phil_description.core import CanBusParams, SerialBusParams, default_robot_model
+from phil_description.core import CanBusParams, default_robot_model
 from phil_hardware.core.bus_controller import controller_config_from_model
 from phil_hardware.core.cpu_load import CpuHog, cpu_seconds
 from phil_hardware.core.realtime import (
@@ -151,7 +152,7 @@ def run_mode(
     with tempfile.TemporaryDirectory() as tmp:
         link = Path(tmp) / 'ttyDXL'
         simulator = start_simulator(base, link)
-        serial = {'dxl': SerialBusParams('dxl', str(link), 4_500_000, 2.0, 1)}
+        serial = {'dxl': replace(model.hardware.serial_buses['dxl'], port=str(link))}
         # The Python simulator itself stalls now and then on these 2-core VMs; supervision is
         # relaxed so a simulator hiccup does not end the measurement in FEEDBACK_TIMEOUT.
         safety = SafetyConfig(

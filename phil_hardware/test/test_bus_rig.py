@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 
 import can
 
-from phil_description.core import RobotModel, SerialBusParams
+from phil_description.core import RobotModel
 from phil_hardware.core.bus_controller import (
     BusController,
     SequenceTiming,
@@ -139,7 +139,7 @@ def make_rig(
     pty = PtyPort()
     clock = LockstepClock()
     robot = clock.robot = SimulatedRobot(model, sim_buses, pty, clock=clock, config=sim_config)
-    serial = {'dxl': SerialBusParams('dxl', pty.slave_path, 4_500_000, 2.0, 1)}
+    serial = {'dxl': replace(model.hardware.serial_buses['dxl'], port=pty.slave_path)}
     config = controller_config_from_model(
         model, serial_buses=serial, timing=FAST_TIMING, safety=safety, allow_missing=allow_missing
     )

@@ -13,12 +13,13 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import replace
 from multiprocessing import resource_tracker
 
 import numpy as np
 import pytest
 
-from phil_description.core import CanBusParams, SerialBusParams, default_robot_model
+from phil_description.core import CanBusParams, default_robot_model
 from phil_description.core.trajectory import Chunk
 from phil_hardware.core.bus_controller import controller_config_from_model
 from phil_hardware.core.realtime import RealtimeConfig
@@ -52,7 +53,7 @@ def simulated(model):
     buses = {name: open_can_bus(p) for name, p in params.items()}
     pty = PtyPort()
     robot = SimulatedRobot(model, buses, pty).start()
-    serial = {'dxl': SerialBusParams('dxl', pty.slave_path, 4_500_000, 2.0, 1)}
+    serial = {'dxl': replace(model.hardware.serial_buses['dxl'], port=pty.slave_path)}
     yield robot, params, serial
     robot.stop()
     for bus in buses.values():

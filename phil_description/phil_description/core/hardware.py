@@ -116,13 +116,17 @@ class CanBusParams:
 
 @dataclass(frozen=True)
 class SerialBusParams:
-    """One Dynamixel serial bus."""
+    """One Dynamixel serial bus. The start profile (raw Profile Acceleration / Velocity) is
+    written into every servo before its torque goes on, as upstream did (2000 / 1000); 0 / 0
+    is no profile."""
 
     name: str
     port: str
     baudrate: int
     protocol_version: float
     latency_timer_ms: int
+    start_profile_acceleration: int = 0
+    start_profile_velocity: int = 0
 
 
 @dataclass(frozen=True)
@@ -256,6 +260,10 @@ def parse_hardware(block: Ros2ControlBlock, source: str) -> HardwareConfig:
             baudrate=reader.integer(f'{name}.baudrate', 9600, 10_500_000),
             protocol_version=reader.number(f'{name}.protocol_version', lambda v: v == 2.0, '2.0'),
             latency_timer_ms=reader.integer(f'{name}.latency_timer_ms', 0, 255),
+            start_profile_acceleration=reader.integer(
+                f'{name}.start_profile_acceleration', 0, 32767
+            ),
+            start_profile_velocity=reader.integer(f'{name}.start_profile_velocity', 0, 32767),
         )
     motors: dict[str, MotorParams] = {}
     seen_ids: dict[tuple[str, int], str] = {}

@@ -10,6 +10,7 @@ counted as missed. :class:`DynamixelFamily` runs the banks on the controller's s
 from __future__ import annotations
 
 import math
+import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -19,7 +20,7 @@ from phil_hardware.core.codecs.dynamixel import ControlTable, ProfileGoal, Statu
 from phil_hardware.core.codecs.frame import CodecError
 
 from .base import BusAccess, ControllerError, FeedbackRoutes, MotorFamily
-from .config import DynamixelParams, JointConfig
+from .config import DynamixelParams, JointConfig, SerialBusParams
 
 TORQUE_ON = b'\x01'
 TORQUE_OFF = b'\x00'
@@ -91,6 +92,15 @@ class DynamixelBank:
     def ping_packet(servo: DynamixelJoint) -> bytes:
         """PING one servo."""
         return dxl.build_ping(servo.dxl_id)
+
+    @staticmethod
+    def start_profile_packet(servo: DynamixelJoint, params: SerialBusParams) -> bytes:
+        """WRITE Profile Acceleration and Profile Velocity (108, 8 bytes): the bus's start
+        profile, in force until the first cyclic goal write (which carries 0 / 0)."""
+        profile = struct.pack(
+            '<ii', params.start_profile_acceleration, params.start_profile_velocity
+        )
+        return dxl.build_write(servo.dxl_id, ControlTable.PROFILE_ACCELERATION, profile)
 
     @staticmethod
     def torque_packet(servo: DynamixelJoint, on: bool) -> bytes:
@@ -205,10 +215,16 @@ class DynamixelFamily(MotorFamily):
             bank.set_present([s for s in bank.servos if self.ctl.present[s.index]])
 
     def activate(self) -> None:
-        """Torque on (confirmed per servo), then one read so the pose is fresh."""
+        """The start profile, then torque on (each confirmed per servo, as upstream), then one
+        read so the pose is fresh. A servo holds where it is when its torque goes on, and
+        the START motion begins there."""
         ctl = self.ctl
         for bus, bank in self.banks.items():
+            params = ctl.config.serial_buses[bus]
             for servo in bank.present:
+                self._write_confirmed(
+                    bus, bank.start_profile_packet(servo, params), servo, 'start profile'
+                )
                 self._write_confirmed(bus, bank.torque_packet(servo, True), servo, 'torque on')
             if bank.present:
                 ctl.transports.serial[bus].write(bank.read_packet())
