@@ -83,6 +83,14 @@ def _add_node_options(parser: argparse.ArgumentParser) -> None:
         'replaced or reset (the hardware node writes its layout at configure)',
     )
     parser.add_argument(
+        '--sim-capture',
+        metavar='FILE',
+        type=Path,
+        default=None,
+        help='the simulator writes every frame and serial block the hardware node sends to '
+        'FILE (candump -l format; check it with phil wire-check FILE)',
+    )
+    parser.add_argument(
         '--sim-dxl-port',
         metavar='PATH',
         default='',
@@ -132,6 +140,8 @@ def node_overrides(args: argparse.Namespace, ros_nodes: set[str]) -> dict[str, d
         overrides['device_simulator']['dxl-port'] = args.sim_dxl_port
     if args.sim_epos4_pdo_layout != 'phil':
         overrides['device_simulator']['epos4-pdo-layout'] = args.sim_epos4_pdo_layout
+    if args.sim_capture is not None:
+        overrides['device_simulator']['capture'] = str(args.sim_capture.resolve())
     if args.play_list is not None:
         overrides['score_player'] = {'play_list': str(args.play_list.resolve())}
     for node, name, value in args.param:

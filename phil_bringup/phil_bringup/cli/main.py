@@ -12,6 +12,7 @@ Examples:
     phil plot runs/demo [--out DIR]    (figures and hit timing of a run's log folder)
     sudo phil bringup-can [--dry-run]  (reset the USB-CAN adapters, bring can0..can3 up)
     phil doctor [--sim]                (is this machine ready? no torque, nothing changed)
+    phil wire-check capture.log        (do the frames a controller sent read as they should?)
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import math
 import signal
 import sys
 
-from phil_bringup.cli import bringup_can, doctor
+from phil_bringup.cli import bringup_can, doctor, wire_check
 from phil_bringup.cli.render import StatusView, parse_joint_targets, render_status
 from phil_bringup.cli.tcp_client import DEFAULT_HOST, DEFAULT_PORT, send_lines
 from phil_bringup.plots import cli as plots
@@ -89,6 +90,12 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.add_arguments(
         commands.add_parser(
             'doctor', help='check CAN, Dynamixel port, real-time limits and motors; no torque'
+        )
+    )
+    wire_check.add_arguments(
+        commands.add_parser(
+            'wire-check',
+            help='check a wire capture (candump -l): three decoders agree, targets in limits',
         )
     )
     return parser
@@ -211,6 +218,8 @@ def main(argv: list[str] | None = None) -> int:
             return bringup_can.bringup_can(args)
         if args.command == 'doctor':
             return doctor.doctor(args)
+        if args.command == 'wire-check':
+            return wire_check.wire_check(args)
         if args.command == 'send':
             for reply in send_lines(args.lines, args.host, args.port, not args.no_ack):
                 print(reply)

@@ -132,6 +132,9 @@ class SimulatedRobot:
         self._fds: dict[str, int] = {}
         self._truth_sources = [(d.joint.index, d.motor, d.axis) for d in self.devices.values()]
         self.frames_received = 0
+        #: Where every frame and serial block received goes (``CaptureWriter``-like), or None.
+        self.wire_capture = None
+        self._serial_bus = next(iter(model.hardware.serial_buses), 'serial')
         self.syncs_skipped = 0  # stale SYNCs latched but not answered (see step)
         self.send_errors = 0
         self.loop_errors = 0
@@ -225,7 +228,10 @@ class SimulatedRobot:
         # loop runs: the physics between them is advanced first, so a command moves the
         # simulated joint when it was sent (as on a real bus), not when the loop got to it.
         resolution = self.config.arrival_resolution_s
+        capture = self.wire_capture
         for at, _, name, frame, answer in self._take_arrivals(now, ready_fds):
+            if capture is not None:
+                capture.can(at, name, (frame,))
             if at - self._time_s > resolution:
                 self._advance_to(at)
             transport = self._transports[name]
@@ -236,7 +242,10 @@ class SimulatedRobot:
         self._advance_to(now)
         if self.bank is not None and self._serial is not None:
             if ready_fds is None or self._fds.get('') in ready_fds:
-                self.bank.receive(self._serial.read(), now)
+                data = self._serial.read()
+                if capture is not None:
+                    capture.serial(now, self._serial_bus, data)
+                self.bank.receive(data, now)
             else:
                 self.bank.receive(b'', now)
         for name, transport in self._transports.items():

@@ -37,6 +37,7 @@ from phil_description.core import (
     load_robot_model,
 )
 from phil_hardware.core.transport import TransportError, open_can_bus
+from phil_hardware.core.wire_check import CaptureWriter
 from phil_hardware.sim.config import SimConfig
 from phil_hardware.sim.faults import InjectedFault, parse_fault_spec, parse_kind
 from phil_hardware.sim.impacts import Impact
@@ -133,6 +134,10 @@ def run(args: argparse.Namespace, stop: threading.Event, out: TextIO = sys.stdou
         _print_served(out, robot, model, channels, pty)
         if args.impacts_jsonl:
             _append_impacts_to(stack, robot, args.impacts_jsonl)
+        if args.capture:
+            # Closed after the loop stopped (callbacks run in reverse order).
+            robot.wire_capture = CaptureWriter(args.capture.open('w', encoding='ascii'))
+            stack.callback(robot.wire_capture.close)
         if args.ros:
             _start_ros_bridge(stack, robot, model, config, args.joint_state_hz, stop)
         if args.nice:

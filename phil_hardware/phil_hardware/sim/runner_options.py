@@ -127,6 +127,12 @@ def _add_output_options(parser: argparse.ArgumentParser) -> None:
         '--impacts-jsonl', type=Path, help='append one JSON line per detected impact to this file'
     )
     group.add_argument(
+        '--capture',
+        type=Path,
+        help='write every frame and serial block the controller sends to this file '
+        '(candump -l format; phil wire-check reads it)',
+    )
+    group.add_argument(
         '--ros',
         action='store_true',
         help='publish /phil/sim/impacts and /phil/sim/joint_states from a separate ROS process',
