@@ -130,7 +130,8 @@ def test_a_bad_parameter_stops_the_whole_graph_at_start_up_with_one_line(
         [line] = [line for line in robot.output if 'configuration refused' in line]
         assert (
             line.startswith(f'[phil] {node} (parameters: ')
-            and f'config/{node}.yaml and the launcher' in line
+            and f'config/{node}' in line
+            and ".yaml and the launcher's overrides): " in line
         ), line
         assert f'configuration refused: {refusal}' in line and 'stopping the graph' in line
         assert 'Traceback' not in robot.text()
