@@ -159,7 +159,8 @@ def test_against_the_simulators_every_motor_answers(simulator):
         # The EPOS4 statusword, read by SDO: powered, nothing enabled.
         'right_pedal (EPOS4 node 10 on can2): answered, switch on disabled, statusword 0x0240',
         'left_wrist (EPOS4 node 8 on can3): answered',
-        'head_pitch (Dynamixel id 2 on dxl): answered',
+        # Model and firmware from the discovery PING (the simulated XM430-W210-T's).
+        'head_pitch (Dynamixel id 2 on dxl): answered, model 1030, firmware 46',
     ):
         assert f'ok   {motor}' in done.stdout
     assert done.stdout.count(': answered') == 13

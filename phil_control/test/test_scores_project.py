@@ -16,6 +16,8 @@ from phil_description.core import default_robot_model
 
 SCORES = Path(__file__).resolve().parents[2] / 'scores'
 SCORE_FILES = sorted(SCORES.glob('*/*.txt'))
+# Music (the calibration score strikes each instrument alone: not music, held to the rest).
+MUSIC_FILES = [path for path in SCORE_FILES if path.parent.name != 'calibration']
 PLAY_LIST = load_play_list(SCORES / 'play_list.yaml')
 PLAY_IDS = {PLAY_LIST.id_of(path): path for path in SCORE_FILES}  # every file has an id
 REQUIRED_IDS = {'rock', 'funk', 'shuffle', 'halftime', 'sixteenths', 'fills', 'solo', 'tempo'}
@@ -78,7 +80,7 @@ def test_score_is_in_the_upstream_text_format(path):
     assert len(played_bars) >= 8
 
 
-@pytest.mark.parametrize('path', SCORE_FILES, ids=lambda p: f'{p.parent.name}/{p.stem}')
+@pytest.mark.parametrize('path', MUSIC_FILES, ids=lambda p: f'{p.parent.name}/{p.stem}')
 def test_score_is_musically_sensible(path):
     score = load_score(path)
     bars = _bars(score)

@@ -13,6 +13,7 @@ Examples:
     sudo phil bringup-can [--dry-run]  (reset the USB-CAN adapters, bring can0..can3 up)
     phil doctor [--sim]                (is this machine ready? no torque, nothing changed)
     phil wire-check capture.log        (do the frames a controller sent read as they should?)
+    phil timing-calibrate runs/X --wav rec.wav  (when did the strokes sound? leads that fix it)
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import math
 import signal
 import sys
 
-from phil_bringup.cli import bringup_can, doctor, wire_check
+from phil_bringup.cli import bringup_can, doctor, timing_calibrate, wire_check
 from phil_bringup.cli.render import StatusView, parse_joint_targets, render_status
 from phil_bringup.cli.tcp_client import DEFAULT_HOST, DEFAULT_PORT, send_lines
 from phil_bringup.plots import cli as plots
@@ -96,6 +97,13 @@ def build_parser() -> argparse.ArgumentParser:
         commands.add_parser(
             'wire-check',
             help='check a wire capture (candump -l): three decoders agree, targets in limits',
+        )
+    )
+    timing_calibrate.add_arguments(
+        commands.add_parser(
+            'timing-calibrate',
+            help='measure when the calibration strokes sounded (MIDI or a recording) and '
+            'write the leads that cancel the delay',
         )
     )
     return parser
@@ -220,6 +228,8 @@ def main(argv: list[str] | None = None) -> int:
             return doctor.doctor(args)
         if args.command == 'wire-check':
             return wire_check.wire_check(args)
+        if args.command == 'timing-calibrate':
+            return timing_calibrate.timing_calibrate(args)
         if args.command == 'send':
             for reply in send_lines(args.lines, args.host, args.port, not args.no_ack):
                 print(reply)

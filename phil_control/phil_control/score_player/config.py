@@ -12,6 +12,11 @@ from rclpy.node import Node
 
 from phil_control.conversions import STAMP_CLOCKS
 from phil_control.core.play import check_motion_lead_s, check_pedal_lead_s
+from phil_control.core.play.timing_calibration import (
+    CalibrationError,
+    TimingCalibration,
+    load_timing_calibration,
+)
 from phil_description.core.liveness import DEFAULT_LIVENESS_TIMEOUT_S
 from phil_description.core.paths import installed_share_directory
 from phil_ros.parameters import declare_parameters
@@ -48,6 +53,11 @@ PARAMETERS = {
         0.0,
         'the pedals run this much further ahead than the arms: how much later the pedal drives '
         'follow than the arm drives, s (-0.05..0.05)',
+    ),
+    'timing_calibration': (
+        '',
+        'timing calibration file (phil timing-calibrate): its motion_lead_s and pedal_lead_s '
+        "are used instead of the parameters of those names; '' = none",
     ),
     'log_dir': ('', "folder for hits.csv (one row per commanded hit); '' = no log"),
     'wrist_torque': (
@@ -97,6 +107,7 @@ class Config:
     wrist_torque: bool = True
     motion_lead_s: float = 0.0
     pedal_lead_s: float = 0.0
+    timing_calibration: TimingCalibration | None = None  # the leads above came from it
     watched_nodes: tuple[str, ...] = ()
     liveness_timeout_s: float = DEFAULT_LIVENESS_TIMEOUT_S
 
@@ -136,6 +147,14 @@ class Config:
             check_pedal_lead_s(values['pedal_lead_s'])
         except ValueError as error:
             raise ValueError(f'parameter {error}') from None
+        motion_lead_s, pedal_lead_s = float(values['motion_lead_s']), float(values['pedal_lead_s'])
+        calibration = None
+        if values['timing_calibration']:
+            try:
+                calibration = load_timing_calibration(Path(values['timing_calibration']))
+            except CalibrationError as error:
+                raise ValueError(f'parameter timing_calibration: {error}') from None
+            motion_lead_s, pedal_lead_s = calibration.motion_lead_s, calibration.pedal_lead_s
         play_list = Path(values['play_list']) if values['play_list'] else default_play_list()
         if values['play_list'] and not play_list.is_file():
             raise ValueError(f'parameter play_list: no such file: {play_list}')
@@ -151,8 +170,9 @@ class Config:
             log_dir=Path(values['log_dir']) if values['log_dir'] else None,
             stamp_clock=values['stamp_clock'],
             wrist_torque=bool(values['wrist_torque']),
-            motion_lead_s=float(values['motion_lead_s']),
-            pedal_lead_s=float(values['pedal_lead_s']),
+            motion_lead_s=motion_lead_s,
+            pedal_lead_s=pedal_lead_s,
+            timing_calibration=calibration,
             watched_nodes=tuple(name for name in values['watched_nodes'] if name),
             liveness_timeout_s=float(values['liveness_timeout_s']),
         )

@@ -116,7 +116,14 @@ class ScorePlayer(GoalServers, PlayTicks, PlayServices, MotionStops, Node):
         self._read_play_list()
         self.get_logger().info(
             f'ready: play list {self.config.play_list}, audio {self.config.audio_dir}, '
-            f'poll {self.config.poll_period_s} s, lead one bar + {self.config.lead_s} s'
+            f'poll {self.config.poll_period_s} s, lead one bar + {self.config.lead_s} s, '
+            f'motion lead {self.config.motion_lead_s * 1e3:.2f} ms, pedals '
+            f'{self.config.pedal_lead_s * 1e3:+.2f} ms'
+            + (
+                f' (timing calibration: {self.config.timing_calibration.source})'
+                if self.config.timing_calibration is not None
+                else ''
+            )
         )
 
     def _create_session(self, model) -> None:

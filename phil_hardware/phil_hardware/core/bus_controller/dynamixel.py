@@ -23,6 +23,7 @@ from .base import BusAccess, ControllerError, FeedbackRoutes, MotorFamily
 from .config import DynamixelParams, JointConfig, SerialBusParams
 
 TORQUE_ON = b'\x01'
+PING_REPLY_LENGTH = 3  # model number (2 bytes), firmware version
 TORQUE_OFF = b'\x00'
 
 
@@ -68,6 +69,8 @@ class DynamixelBank:
         self._awaiting: set[int] = set()
         self._present: list[DynamixelJoint] = list(self.servos)
         self._read_packet = b''
+        #: (model number, firmware version) of every servo that answered a PING, by id.
+        self.identities: dict[int, tuple[int, int]] = {}
         self.reads_sent = 0
         self.replies = 0
         self.missed_replies = 0
@@ -146,6 +149,16 @@ class DynamixelBank:
             result.append((servo, status))
         return result
 
+    def identity_reply(self, servo: DynamixelJoint, status: StatusPacket) -> bool:
+        """Keep the model number and firmware version of a PING reply (3 parameters)."""
+        if len(status.params) != PING_REPLY_LENGTH:
+            return False
+        self.identities[servo.dxl_id] = (
+            int.from_bytes(status.params[:2], 'little'),
+            status.params[2],
+        )
+        return True
+
     def position_reply(self, servo: DynamixelJoint, status: StatusPacket) -> float | None:
         """Joint position [rad] from a Present Position reply, or None if it is not one."""
         if len(status.params) != dxl.PRESENT_POSITION_LENGTH:
@@ -208,6 +221,15 @@ class DynamixelFamily(MotorFamily):
                         lambda s=servo: counts[s.index] > before[s.index],
                     ):
                         break
+
+    def report(self) -> None:
+        """Model and firmware of every servo, from its discovery PING reply."""
+        status = self.ctl.measured.status
+        for bank in self.banks.values():
+            for servo in bank.servos:
+                if servo.dxl_id in bank.identities:
+                    model, firmware = bank.identities[servo.dxl_id]
+                    status[servo.index] = f'model {model}, firmware {firmware}'
 
     def configure(self, zero_origins: bool) -> None:
         """Restrict cyclic traffic to the discovered servos."""
@@ -287,6 +309,8 @@ class DynamixelFamily(MotorFamily):
             m.feedback_count[i] += 1
             if status.error:
                 ctl.counters.dxl_status_errors += 1
+            if bank.identity_reply(servo, status):
+                continue
             position = bank.position_reply(servo, status)
             if position is None:
                 continue

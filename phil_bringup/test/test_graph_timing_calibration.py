@@ -1,0 +1,85 @@
+"""Timing calibration through the whole graph: the robot plays the calibration score against
+the simulators; a microphone recording and an e-drum module's notes are synthesised from the
+simulator's detected impacts with a known delay per instrument; ``phil timing-calibrate``
+recovers every instrument's latency (impact - command + its delay) within 0.5 ms from either,
+and writes the calibration file the score player loads."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import yaml
+from scipy.io import wavfile
+
+from phil_bringup.plots import runlog
+from phil_bringup.plots.stats import hit_timing
+from phil_bringup.testing.graph import RunningGraph
+from phil_bringup.testing.synthetic_strikes import RATE_HZ, fake_midi_events, synthesize_recording
+from phil_control.core.play.timing_calibration import load_timing_calibration
+
+pytest.importorskip('rclpy')
+
+pytestmark = pytest.mark.timeout(400)
+
+DELAYS_S = {'closed hihat': 0.0081, 'snare': 0.0123, 'bass': 0.0215, 'floor': 0.0094,
+            'mid': 0.0102, 'top': 0.0137, 'ride': 0.0069, 'right crash': 0.0111,
+            'left crash': 0.0128}  # fmt: skip
+NOTES = {'closed hihat': 42, 'snare': 38, 'bass': 36, 'floor': 43, 'mid': 47, 'top': 48,
+         'ride': 51, 'right crash': 55, 'left crash': 49}  # fmt: skip
+
+
+def _calibrate(run, *args) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, '-m', 'phil_bringup.cli.main', 'timing-calibrate', str(run), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_the_calibration_run_gives_back_every_instruments_delay(tmp_path):
+    with RunningGraph(tmp_path) as robot:
+        robot.start_robot()
+        robot.wait_state('IDLE', 30.0)
+        assert robot.line('PLAY|calibration') == 'OK|PLAY'
+        robot.wait_state('PLAYING', 10.0)
+        robot.wait_state('IDLE', 120.0)
+        assert robot.line('QUIT') == 'OK|QUIT'
+        assert robot.wait_exit(90.0) == 0, robot.story()
+    run = robot.log_dir
+    hits = runlog.load_hits(run / 'hits.csv')
+    impacts = runlog.load_impacts(run / 'impacts.jsonl')
+    keep = [name in DELAYS_S for name in impacts.instrument]
+    times = impacts.time_s[keep]
+    names = tuple(n for n, k in zip(impacts.instrument, keep, strict=True) if k)
+    # What the tool must find: each instrument's mean (impact - command) plus its delay.
+    truth = hit_timing(hits.instrument, hits.command_time_s, names, times, 0.15)
+    expected = {
+        t.instrument: t.stats.mean_error_s + DELAYS_S[t.instrument]
+        for t in truth.instruments
+        if t.matched
+    }
+    assert len(expected) >= 8, truth.instruments
+
+    start_s = float(times.min()) - 2.0
+    wav = tmp_path / 'recording.wav'
+    wavfile.write(wav, RATE_HZ, synthesize_recording(times, names, DELAYS_S, start_time_s=start_s))
+    (tmp_path / 'recording.wav.json').write_text(json.dumps({'start_time_s': start_s}))
+    events = fake_midi_events(times, names, DELAYS_S, NOTES)
+    midi = tmp_path / 'midi_events.jsonl'
+    midi.write_text(''.join(json.dumps(event) + '\n' for event in events))
+    for source in (('--wav', str(wav)), ('--midi-events', str(midi))):
+        out = tmp_path / f'calibration{source[0]}.yaml'
+        done = _calibrate(run, *source, '--out', str(out), '--run-motion-lead-s', '0.002')
+        assert done.returncode == 0, done.stdout + done.stderr
+        measured = yaml.safe_load(out.read_text())['measured']
+        for name, latency_s in expected.items():
+            assert abs(measured[name]['latency_s'] - latency_s) < 0.0005, (source, name)
+        calibration = load_timing_calibration(out)
+        arms = np.mean([measured[n]['latency_s'] for n in expected if n != 'bass'])
+        assert calibration.motion_lead_s > 0.002 and abs(calibration.pedal_lead_s) < 0.05
+        assert calibration.measured['snare']['strokes'] == 4 and arms > 0
