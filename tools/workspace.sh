@@ -77,29 +77,28 @@ phil_install_requirements() {
 # Drop the other choice's venv and trees from the path variables of a shell that had it sourced
 # (`source tools/env.sh`, then `PHIL_ROS=jazzy source tools/env.sh`): the mix loads Kilted's
 # message libraries into Jazzy's Python, and a build chains the other install into this one's
-# setup.bash for good. Entries outside the workspace, and this choice's own, stay.
+# setup.bash for good. Entries outside the workspace, and this choice's own, stay; a variable
+# with nothing to drop is left exactly as it was.
 phil_forget_other_trees() {
-  local variable entry tree kept entries
+  local variable entry tree others=() kept dropped
+  for tree in .venv build install .venv-jazzy build-jazzy install-jazzy; do
+    case "$tree" in
+      "${phil_venv##*/}"|"${phil_build##*/}"|"${phil_install##*/}") ;;
+      *) others+=("$phil_root/$tree") ;;
+    esac
+  done
   for variable in COLCON_PREFIX_PATH AMENT_PREFIX_PATH CMAKE_PREFIX_PATH LD_LIBRARY_PATH \
-                  PYTHONPATH PATH; do
+                  PYTHONPATH PATH _OLD_VIRTUAL_PATH; do
     [ -n "${!variable:-}" ] || continue
-    IFS=: read -ra entries <<< "${!variable}"
-    kept=()
-    for entry in "${entries[@]}"; do
-      case "$entry" in
-        "$phil_root"/install*|"$phil_root"/build*|"$phil_root"/.venv*)
-          tree=${entry#"$phil_root"/} tree=${tree%%/*}
-          case "$tree" in
-            "${phil_install##*/}"|"${phil_build##*/}"|"${phil_venv##*/}") ;;
-            *) continue ;;
-          esac ;;
-      esac
-      kept+=("$entry")
-    done
-    if [ ${#kept[@]} -eq 0 ]; then
-      unset "$variable"
-    else
-      export "$variable=$(IFS=:; echo "${kept[*]}")"
-    fi
+    kept= dropped=
+    while IFS= read -r -d: entry; do
+      for tree in "${others[@]}"; do
+        case "$entry" in "$tree"|"$tree"/*) dropped=1; continue 2 ;; esac
+      done
+      kept+="$entry:"
+    done <<< "${!variable}:"
+    [ -n "$dropped" ] || continue
+    kept=${kept%:}
+    if [ -z "$kept" ]; then unset "$variable"; else export "$variable=$kept"; fi
   done
 }

@@ -74,7 +74,7 @@ def test_the_calibration_run_gives_back_every_instruments_delay(tmp_path):
     midi.write_text(''.join(json.dumps(event) + '\n' for event in events))
     for source in (('--wav', str(wav)), ('--midi-events', str(midi))):
         out = tmp_path / f'calibration{source[0]}.yaml'
-        done = _calibrate(run, *source, '--out', str(out), '--run-motion-lead-s', '0.002')
+        done = _calibrate(run, *source, '--out', str(out))  # the run's leads: from its log
         assert done.returncode == 0, done.stdout + done.stderr
         measured = yaml.safe_load(out.read_text())['measured']
         for name, latency_s in expected.items():

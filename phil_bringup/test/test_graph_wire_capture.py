@@ -48,7 +48,15 @@ def test_a_captured_session_in_upstreams_frame_form_reads_alike_three_ways(tmp_p
     assert sdo == {0x22}
     assert {len(r.data) for r in frames if r.can_id == 0 or 0x201 <= r.can_id <= 0x27F} == {8}
     done = subprocess.run(
-        [sys.executable, '-m', 'phil_bringup.cli.main', 'wire-check', str(capture)],
+        [
+            sys.executable,
+            '-m',
+            'phil_bringup.cli.main',
+            'wire-check',
+            str(capture),
+            '--epos4-frame-form',
+            'upstream',
+        ],  # fmt: skip
         capture_output=True,
         text=True,
         timeout=120,

@@ -141,6 +141,31 @@ def _run_folder(tmp_path, strokes, instruments):
     return run
 
 
+def test_the_runs_leads_come_from_its_score_player_log_and_bad_input_is_named(tmp_path):
+    strokes, instruments, landed = _calibration_run()
+    run = _run_folder(tmp_path, strokes, instruments)
+    events = fake_midi_events(landed, instruments, DELAYS_S, NOTES)
+    midi = run / 'midi_events.jsonl'
+    midi.write_text(''.join(json.dumps(event) + '\n' for event in events))
+    done = _calibrate_command(run, '--midi-events', midi)
+    assert done.returncode == 2 and 'pass --run-motion-lead-s' in done.stderr
+    (run / 'score_player.log').write_text(
+        '[INFO] [1.0] [score_player]: ready: play list x, audio y, poll 0.02 s, lead one bar + '
+        '0.5 s, motion lead 2.00 ms, pedals +0.80 ms\n'
+    )
+    done = _calibrate_command(run, '--midi-events', midi)
+    assert done.returncode == 0, done.stderr
+    calibration = load_timing_calibration(run / 'timing_calibration.yaml')
+    expected = _expected_latency(strokes, instruments, landed)
+    arms = np.mean([expected[n] for n in ORDER if n != 'bass'])
+    assert calibration.motion_lead_s == pytest.approx(0.002 + arms, abs=0.0005)
+    assert calibration.pedal_lead_s == pytest.approx(0.0008 + expected['bass'] - arms, abs=5e-4)
+    midi.write_text(midi.read_text() + '{"time_s": 1.0, "note": 38}\n')
+    done = _calibrate_command(run, '--midi-events', midi)
+    assert done.returncode == 2 and f'midi_events.jsonl:{len(events) + 1}: expected' in done.stderr
+    assert 'Traceback' not in done.stderr
+
+
 def _calibrate_command(*args) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, '-m', 'phil_bringup.cli.main', 'timing-calibrate', *map(str, args)],
@@ -156,10 +181,11 @@ def test_the_command_writes_the_calibration_the_table_and_the_figure(tmp_path):
     wav = tmp_path / 'recording.wav'
     samples = synthesize_recording(landed, instruments, DELAYS_S, start_time_s=START_S)
     wavfile.write(wav, RATE_HZ, samples)
-    done = _calibrate_command(run, '--wav', wav)
+    leads = ('--run-motion-lead-s', 0, '--run-pedal-lead-s', 0)
+    done = _calibrate_command(run, '--wav', wav, *leads)
     assert done.returncode == 2 and 'its start time on the robot clock is needed' in done.stderr
     (tmp_path / 'recording.wav.json').write_text(json.dumps({'start_time_s': START_S}))
-    done = _calibrate_command(run, '--wav', wav)
+    done = _calibrate_command(run, '--wav', wav, *leads)
     assert done.returncode == 0, done.stderr
     written = yaml.safe_load((run / 'timing_calibration.yaml').read_text())
     expected = _expected_latency(strokes, instruments, landed)
@@ -169,5 +195,5 @@ def test_the_command_writes_the_calibration_the_table_and_the_figure(tmp_path):
     assert 'score_player.timing_calibration=' in done.stdout
     # A recording started 20 s later than it says: nothing matches.
     (tmp_path / 'recording.wav.json').write_text(json.dumps({'start_time_s': START_S + 20}))
-    done = _calibrate_command(run, '--wav', wav)
+    done = _calibrate_command(run, '--wav', wav, *leads)
     assert done.returncode == 1 and 'no sound matched' in done.stderr

@@ -113,9 +113,11 @@ def test_a_shell_that_had_the_other_choice_sourced_forgets_its_trees():
     jazzy = f'{ROOT}/install-jazzy/phil_msgs/lib'
     variables = {
         'LD_LIBRARY_PATH': ':'.join([kilted[0], '/usr/lib/extra', jazzy]),
-        'PATH': ':'.join([kilted[1], '/usr/bin', '/bin']),
+        'PATH': ':'.join([kilted[1], '/usr/bin', f'{ROOT}/build_tools/bin', '/bin']),
         'PYTHONPATH': kilted[2],
         'COLCON_PREFIX_PATH': f'{ROOT}/install',
+        '_OLD_VIRTUAL_PATH': ':'.join([kilted[1], '/usr/bin']),  # what deactivate restores
+        'CMAKE_PREFIX_PATH': '/opt/a:',  # nothing to drop: left exactly as it was
     }
     script = (
         f'source {ROOT}/tools/workspace.sh && phil_select_ros && phil_forget_other_trees && '
@@ -131,7 +133,9 @@ def test_a_shell_that_had_the_other_choice_sourced_forgets_its_trees():
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
         f'LD_LIBRARY_PATH=/usr/lib/extra:{jazzy}',
-        'PATH=/usr/bin:/bin',
+        f'PATH=/usr/bin:{ROOT}/build_tools/bin:/bin',
         'PYTHONPATH=unset',
         'COLCON_PREFIX_PATH=unset',
+        '_OLD_VIRTUAL_PATH=/usr/bin',
+        'CMAKE_PREFIX_PATH=/opt/a:',
     ]

@@ -16,6 +16,7 @@ from phil_hardware.core.bus_controller.epos4 import (
     mode_switch_frames,
     nmt_pre_operational,
     nmt_start,
+    probe_frame,
     sdo_download,
     shutdown_frames,
 )
@@ -133,6 +134,7 @@ FORMS = {
         'nmt pre-operational': '8007',
         'controlword shutdown': '0600',
         'controlword enable': '0f00',
+        'sdo probe (read 0x1000/0)': '4000100000000000',
     },
     CanopenFrameForm.UPSTREAM: {
         'sdo 1 byte (0x6060 = 8)': '2260600008000000',
@@ -142,6 +144,7 @@ FORMS = {
         'nmt pre-operational': '8007000000000000',
         'controlword shutdown': '0600000000000000',
         'controlword enable': '0f00000000000000',
+        'sdo probe (read 0x1000/0)': '0000000000000000',  # upstream's probe: 8 zero bytes
     },
 }
 
@@ -157,6 +160,7 @@ def test_each_frame_form_gives_its_golden_frames(form):
         'nmt pre-operational': nmt_pre_operational(7, form),
         'controlword shutdown': shutdown_frames(7, form)[0],
         'controlword enable': switch[2],
+        'sdo probe (read 0x1000/0)': probe_frame(7, form),
     }
     ids = {'sdo': 0x607, 'nmt': 0x000, 'controlword': 0x207}
     assert {what: frame.data.hex() for what, frame in frames.items()} == FORMS[form]

@@ -154,8 +154,13 @@ def _captured_session(model, form: str) -> list:
 @pytest.mark.parametrize('form', ['cia301', 'upstream'])
 def test_a_captured_session_reads_alike_three_ways(model, form):
     records = _captured_session(model, form)
-    report = WireChecker(model).check(records)
+    report = WireChecker(load_robot_model(xacro_args={'epos4_frame_form': form})).check(records)
     assert report.problems == [] and report.ok, report.problems
+    # Checked against the other form, every EPOS4 request that differs in form is named.
+    other = 'upstream' if form == 'cia301' else 'cia301'
+    mixed = WireChecker(load_robot_model(xacro_args={'epos4_frame_form': other})).check(records)
+    assert mixed.problem_count > 40
+    assert f'not in the {other} frame form of node' in mixed.problems[0]
     kinds = set(report.by_kind)
     assert {
         'can nmt',
@@ -175,14 +180,29 @@ def test_a_captured_session_reads_alike_three_ways(model, form):
     assert set(report.ignored_upstream) == {'epos4 controlword', 'tmotor set_origin'}
 
 
+def test_frames_the_motors_sent_are_counted_not_read(model):
+    """A candump capture on the robot holds the motors' frames too."""
+    replies = [
+        CapturedCan(0.0, 'can0', 0x2900, True, bytes(8)),  # TMotor status, extended id
+        CapturedCan(0.0, 'can0', 0x002, False, bytes(8)),  # TMotor status, 11-bit id = node
+        CapturedCan(0.0, 'can3', 0x187, False, bytes(8)),  # TPDO1
+        CapturedCan(0.0, 'can3', 0x587, False, bytes(8)),  # SDO response
+        CapturedCan(0.0, 'can3', 0x707, False, b'\x05'),  # heartbeat
+        CapturedCan(0.0, 'can3', 0x087, False, bytes(8)),  # emergency
+        CapturedCan(0.0, 'can3', 0x080, False, b''),  # SYNC: the controller's
+    ]
+    report = WireChecker(model).check(replies)
+    assert report.device_frames == 6 and report.commands == 1 and report.ok, report.problems
+
+
 def test_what_is_wrong_on_the_wire_is_reported_naming_the_record(model):
     wrong = [
         # A TMotor node that is not on can0 (upstream's simulator would not move it either).
         CapturedCan(0.0, 'can0', 0x0309, True, bytes.fromhex('000003e8')),
         # right_wrist's target position in the wrong byte order: far outside its limits.
         CapturedCan(0.001, 'can3', 0x307, False, (15929).to_bytes(4, 'big')),
-        # A frame nobody defines.
-        CapturedCan(0.002, 'can3', 0x707, False, b'\x05'),
+        # A frame nobody defines (0x600 + node 127 is an SDO request; 0x7E5 is LSS).
+        CapturedCan(0.002, 'can3', 0x7E5, False, b'\x05'),
     ]
     report = WireChecker(model).check(wrong)
     assert not report.ok and report.problem_count == 4, report.problems
@@ -192,4 +212,4 @@ def test_what_is_wrong_on_the_wire_is_reported_naming_the_record(model):
     assert (
         'record 2 can3 307#00003E39: right_wrist target' in text and 'outside its limits' in text
     )
-    assert 'record 3 can3 707#05: independent decoder: standard id 0x707' in text
+    assert 'record 3 can3 7E5#05: independent decoder: standard id 0x7E5' in text

@@ -47,7 +47,10 @@ class StopSignals:
     """Ctrl-C and SIGTERM recorded as a stop request instead of raised as KeyboardInterrupt.
 
     Installed before ``rclpy.init``, which is told to install none of its own; a signal that
-    comes before rclpy has a context is still seen (``received``).
+    comes before rclpy has a context is still seen (``received``). The first one is the
+    request; a second one (a person pressing Ctrl-C again at a node that does not stop) ends
+    the process at once (the system's default action; the bus loop then holds the robot, as
+    when the node dies).
     """
 
     def __init__(self) -> None:
@@ -60,6 +63,8 @@ class StopSignals:
 
     def _note(self, signum: int, frame: object) -> None:
         self.received = True  # a plain store: safe whatever the main thread was doing
+        for stop_signal in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(stop_signal, signal.SIG_DFL)
 
 
 def run_node(
@@ -98,7 +103,7 @@ def run_nodes(
     try:
         try:
             for name, make_node in makers.items():
-                nodes.append(_build_node(name, make_node, stop_signals))
+                nodes.append(_build_node(name, make_node))
             requests = [_follow_graph_shutdown(node, graph_shutdown) for node in nodes]
             executor = make_executor()
             for node in nodes:
@@ -113,9 +118,8 @@ def run_nodes(
         pass
     except Exception:
         # A context shut down from outside (rclpy.shutdown in the same process) fails whatever
-        # was using it at that moment with RCLError; a configuration refused after Ctrl-C is a
-        # stop too. Only then is it a normal stop.
-        if rclpy.ok() and not stop_signals.received:
+        # was using it at that moment with RCLError. Only then is it a normal stop.
+        if rclpy.ok():
             raise
     finally:
         if executor is not None:
@@ -140,14 +144,14 @@ def _shut_down(executor: Executor) -> None:
             raise
 
 
-def _build_node(name: str, make_node: Callable[[], Node], stop_signals: StopSignals) -> Node:
+def _build_node(name: str, make_node: Callable[[], Node]) -> Node:
     """``make_node()``; a refused configuration ends the process with status 78 and one line
     (``name`` says which node of several refused it)."""
     try:
         return make_node()
     except CONFIG_ERRORS as error:
-        if not rclpy.ok() or stop_signals.received:
-            raise  # Ctrl-C while it was being built (see run_nodes)
+        if not rclpy.ok():
+            raise  # the context was shut down from outside while it was being built
         # One line, no traceback: the launcher shows it and stops the graph.
         which = f'{name}: ' if name else ''
         sys.stderr.write(f'{which}configuration refused: {error}\n')

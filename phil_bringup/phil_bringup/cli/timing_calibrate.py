@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -56,10 +57,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--play-id', default=PLAY_ID, help='the calibration play (hits.csv)')
     parser.add_argument('--note-map', type=Path, default=None, help='MIDI note -> instrument')
     parser.add_argument(
-        '--run-motion-lead-s', type=float, default=0.0, help='motion_lead_s of the run'
+        '--run-motion-lead-s',
+        type=float,
+        default=None,
+        help="motion_lead_s the run played with (default: from the run's score_player.log)",
     )
     parser.add_argument(
-        '--run-pedal-lead-s', type=float, default=0.0, help='pedal_lead_s of the run'
+        '--run-pedal-lead-s',
+        type=float,
+        default=None,
+        help="pedal_lead_s the run played with (default: from the run's score_player.log)",
     )
     parser.add_argument('--out', type=Path, default=None, help='the calibration file to write')
     parser.add_argument('--host', default=DEFAULT_HOST)
@@ -76,27 +83,22 @@ def timing_calibrate(args: argparse.Namespace) -> int:
             raise ValueError(f'{args.run / "hits.csv"}: no strokes of play {args.play_id!r}')
         instruments = tuple(i for i, k in zip(hits.instrument, keep, strict=True) if k)
         strokes_s = hits.command_time_s[keep]
+        motion_lead_s, pedal_lead_s = run_leads(args)
         times, sounded, source = _sounds(args, strokes_s, instruments)
         report, calibration = calibrate(
-            instruments,
-            strokes_s,
-            sounded,
-            times,
-            args.run_motion_lead_s,
-            args.run_pedal_lead_s,
-            source,
+            instruments, strokes_s, sounded, times, motion_lead_s, pedal_lead_s, source
         )
+        out = args.out or args.run / 'timing_calibration.yaml'
+        out.write_text(calibration.as_yaml(), encoding='utf-8')
+        table = format_timing(report).replace('detected impact', 'sound')
+        (args.run / 'calibration_timing.txt').write_text(table, encoding='utf-8')
+        hit_timing_figure(report, args.run / 'calibration_timing.png')
     except CalibrationError as error:
         print(f'phil timing-calibrate: {error}', file=sys.stderr)
         return 1
     except (OSError, ValueError, runlog.RunLogError) as error:
         print(f'phil timing-calibrate: {error}', file=sys.stderr)
         return 2
-    out = args.out or args.run / 'timing_calibration.yaml'
-    out.write_text(calibration.as_yaml(), encoding='utf-8')
-    table = format_timing(report).replace('detected impact', 'sound')
-    (args.run / 'calibration_timing.txt').write_text(table, encoding='utf-8')
-    hit_timing_figure(report, args.run / 'calibration_timing.png')
     print(table, end='')
     print(
         f'motion_lead_s {calibration.motion_lead_s * 1e3:.2f} ms, pedal_lead_s '
@@ -106,34 +108,95 @@ def timing_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+#: The leads in the score player's start-up line: "motion lead 2.00 ms, pedals +0.80 ms".
+_LEADS_LINE = re.compile(r'motion lead (-?[0-9.]+) ms, pedals ([-+]?[0-9.]+) ms')
+
+
+def run_leads(args: argparse.Namespace) -> tuple[float, float]:
+    """The leads the run played with: given, or from the score player's log in the run.
+
+    Raises:
+        ValueError: Neither given nor in the log (naming what to pass).
+    """
+    if args.run_motion_lead_s is not None and args.run_pedal_lead_s is not None:
+        return args.run_motion_lead_s, args.run_pedal_lead_s
+    log = args.run / 'score_player.log'
+    found = _LEADS_LINE.findall(log.read_text(errors='replace')) if log.is_file() else []
+    if not found:
+        raise ValueError(
+            f'the leads the run played with are not in {log}: pass --run-motion-lead-s and '
+            '--run-pedal-lead-s'
+        )
+    motion_ms, pedal_ms = (float(value) for value in found[-1])
+    motion = args.run_motion_lead_s if args.run_motion_lead_s is not None else motion_ms / 1e3
+    pedal = args.run_pedal_lead_s if args.run_pedal_lead_s is not None else pedal_ms / 1e3
+    return motion, pedal
+
+
 def _sounds(args, strokes_s, instruments) -> tuple[np.ndarray, tuple[str, ...], str]:
     """Times and instruments of what sounded, and a description of the source."""
     if args.wav is not None:
-        from scipy.io import wavfile
-
-        start_s = args.wav_start_s
-        if start_s is None:
-            sidecar = args.wav.with_name(args.wav.name + '.json')
-            if not sidecar.is_file():
-                raise ValueError(
-                    f'{args.wav}: its start time on the robot clock is needed: --wav-start-s '
-                    f'or {sidecar.name} with {{"start_time_s": ...}}'
-                )
-            start_s = float(json.loads(sidecar.read_text())['start_time_s'])
-        rate, samples = wavfile.read(args.wav)
-        mono = samples.astype(float) if samples.ndim == 1 else samples.astype(float).mean(axis=1)
-        onsets = detect_onsets(mono, rate, start_s)
+        start_s = args.wav_start_s if args.wav_start_s is not None else _wav_start_s(args.wav)
+        rate_hz, samples = read_wav_mono(args.wav)
+        onsets = detect_onsets(samples, rate_hz, start_s)
         times, sounded = assign_to_strokes(onsets, strokes_s, instruments)
         return times, sounded, f'wav {args.wav.name}: {len(onsets)} onsets'
     events_path = args.midi_events or args.run / 'midi_events.jsonl'
-    events = [json.loads(line) for line in events_path.read_text().splitlines() if line.strip()]
     note_map = load_note_map(args.note_map or config_path(NOTE_MAP))
-    times, sounded, unknown = midi_strikes(
-        ((e['time_s'], int(e['note']), int(e['velocity'])) for e in events), note_map
-    )
+    times, sounded, unknown = midi_strikes(read_midi_events(events_path), note_map)
     if unknown:
         print(f'notes not in the note map (left out): {sorted(set(unknown))}', file=sys.stderr)
     return times, sounded, f'midi {events_path.name}: {len(times)} notes'
+
+
+def _wav_start_s(wav: Path) -> float:
+    sidecar = wav.with_name(wav.name + '.json')
+    if not sidecar.is_file():
+        raise ValueError(
+            f'{wav}: its start time on the robot clock is needed: --wav-start-s or '
+            f'{sidecar.name} with {{"start_time_s": ...}}'
+        )
+    try:
+        return float(json.loads(sidecar.read_text())['start_time_s'])
+    except (ValueError, KeyError, TypeError) as error:
+        raise ValueError(f'{sidecar}: needs {{"start_time_s": <seconds>}} ({error})') from None
+
+
+def read_wav_mono(wav: Path) -> tuple[int, np.ndarray]:
+    """The sample rate and the recording as one float channel around 0 (8-bit WAVs are
+    unsigned).
+
+    Raises:
+        ValueError: Naming the file when it is not a WAV scipy reads.
+    """
+    from scipy.io import wavfile
+
+    try:
+        rate_hz, samples = wavfile.read(wav)
+    except ValueError as error:
+        raise ValueError(f'{wav}: not a readable WAV ({error})') from None
+    mono = samples.astype(float) if samples.ndim == 1 else samples.astype(float).mean(axis=1)
+    return rate_hz, mono - 128.0 if samples.dtype == np.uint8 else mono
+
+
+def read_midi_events(path: Path) -> list[tuple[float, int, int]]:
+    """``(time_s, note, velocity)`` of every line of a MIDI events file.
+
+    Raises:
+        ValueError: Naming the file and line that is not such an object.
+    """
+    events = []
+    for number, line in enumerate(path.read_text(encoding='utf-8').splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            event = json.loads(line)
+            events.append((float(event['time_s']), int(event['note']), int(event['velocity'])))
+        except (ValueError, KeyError, TypeError) as error:
+            raise ValueError(
+                f'{path}:{number}: expected {{"time_s", "note", "velocity"}}: {error}'
+            ) from None
+    return events
 
 
 def load_note_map(path: Path) -> dict[int, str]:
@@ -161,6 +224,11 @@ def record_midi_during_play(args: argparse.Namespace) -> None:
     Raises:
         ValueError: No such MIDI input (the ports there are listed), or the play was refused.
     """
+    if args.host not in ('127.0.0.1', 'localhost', '::1'):
+        raise ValueError(
+            f"--record-midi stamps the notes with this machine's clock: run it on the robot "
+            f'(not against {args.host})'
+        )
     try:
         import rtmidi
     except ImportError as error:
@@ -200,5 +268,7 @@ def play_and_wait(play_id: str, host: str, port: int) -> None:
         started = started or state == 'PLAYING'
         if started and state == 'IDLE':
             return
+        if state in ('ESTOP', 'FAULT'):
+            raise ValueError(f'PLAY|{play_id} ended in {state}: no calibration')
         time.sleep(0.2)
     raise ValueError(f'PLAY|{play_id} did not end within {PLAY_TIMEOUT_S:.0f} s')

@@ -14,7 +14,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from phil_description.core import DescriptionError, default_robot_model, load_robot_model
+from phil_description.core import (
+    CanopenFrameForm,
+    DescriptionError,
+    default_robot_model,
+    load_robot_model,
+)
 from phil_hardware.core.wire_check import CaptureError, WireChecker, WireReport, read_capture
 
 
@@ -23,11 +28,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         '--urdf', type=Path, default=None, help='robot description (default: the installed one)'
     )
+    parser.add_argument(
+        '--epos4-frame-form',
+        choices=[form.value for form in CanopenFrameForm],
+        default=CanopenFrameForm.CIA301.value,
+        help='the EPOS4 frame form the hardware node ran with (its epos4_frame_form)',
+    )
 
 
 def wire_check(args: argparse.Namespace) -> int:
     try:
-        model = load_robot_model(args.urdf) if args.urdf else default_robot_model()
+        form = {'epos4_frame_form': args.epos4_frame_form}
+        model = (
+            load_robot_model(args.urdf, xacro_args=form)
+            if args.urdf
+            else default_robot_model(epos4_frame_form=args.epos4_frame_form)
+        )
         report = WireChecker(model).check(read_capture(args.capture))
     except (CaptureError, DescriptionError, OSError) as error:
         print(f'phil wire-check: {error}', file=sys.stderr)
@@ -39,6 +55,8 @@ def wire_check(args: argparse.Namespace) -> int:
 def render(report: WireReport, capture: Path) -> str:
     """The summary: commands per kind, what upstream's simulator ignores, the problems."""
     lines = [f'{capture}: {report.commands} commands']
+    if report.device_frames:
+        lines[0] += f' ({report.device_frames} frames the motors sent, not checked)'
     for name, count in sorted(report.by_kind.items()):
         ignored = " (ignored by upstream's simulator)" if name in report.ignored_upstream else ''
         lines.append(f'  {name:<28} {count:>9}{ignored}')

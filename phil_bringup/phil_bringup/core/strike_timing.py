@@ -53,7 +53,8 @@ def detect_onsets(samples: ArrayLike, rate_hz: float, start_time_s: float = 0.0)
     if block < 1 or len(signal) < block:
         raise ValueError('a recording needs a positive sample rate and at least 1 ms of samples')
     loudness = signal[: len(signal) // block * block].reshape(-1, block).max(axis=1)
-    floor = max(float(np.median(loudness)), 1e-12)
+    # Digital silence has no noise floor: then a thousandth of the loudest block is one.
+    floor = max(float(np.median(loudness)), 1e-3 * float(loudness.max()), 1e-12)
     before = int(round(RISE_WINDOW_S / BLOCK_S))
     history = np.concatenate([np.full(before, np.inf), loudness])
     recent = np.lib.stride_tricks.sliding_window_view(history[:-1], before).max(axis=1)

@@ -66,7 +66,7 @@ def load_timing_calibration(path: Path) -> TimingCalibration:
     """
     try:
         document = yaml.safe_load(Path(path).read_text(encoding='utf-8'))
-    except (OSError, yaml.YAMLError) as error:
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
         raise CalibrationError(f'{path}: cannot be read: {error}') from None
     if not isinstance(document, dict):
         raise CalibrationError(f'{path}: expected a mapping with motion_lead_s and pedal_lead_s')

@@ -243,10 +243,12 @@ class DynamixelFamily(MotorFamily):
         ctl = self.ctl
         for bus, bank in self.banks.items():
             params = ctl.config.serial_buses[bus]
+            profile = params.start_profile_acceleration or params.start_profile_velocity
             for servo in bank.present:
-                self._write_confirmed(
-                    bus, bank.start_profile_packet(servo, params), servo, 'start profile'
-                )
+                if profile:  # 0 / 0 is no profile: nothing to write
+                    self._write_confirmed(
+                        bus, bank.start_profile_packet(servo, params), servo, 'start profile'
+                    )
                 self._write_confirmed(bus, bank.torque_packet(servo, True), servo, 'torque on')
             if bank.present:
                 ctl.transports.serial[bus].write(bank.read_packet())

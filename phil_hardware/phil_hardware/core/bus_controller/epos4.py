@@ -61,6 +61,15 @@ def controlword_frame(node_id: int, controlword: int, form: CanopenFrameForm = C
     return epos4.encode_controlword(node_id, controlword, pad_to_dlc8=form.pad_to_dlc8)
 
 
+def probe_frame(node_id: int, form: CanopenFrameForm = CIA301) -> CanFrame:
+    """Discovery: any reply on 0x580+n proves the drive is there. CiA 301: a read of the
+    device type (0x1000), which every CANopen device has; upstream's form: its eight zero
+    bytes (a download segment outside any transfer, which the drive answers with an abort)."""
+    if form is CanopenFrameForm.UPSTREAM:
+        return epos4.encode_sdo_probe(node_id)
+    return epos4.encode_sdo_upload_request(node_id, ObjectIndex.DEVICE_TYPE, 0)
+
+
 def mode_sdo(node_id: int, mode: ModeOfOperation, form: CanopenFrameForm = CIA301) -> CanFrame:
     """SDO download of 0x6060 (modes of operation, 1 byte)."""
     return sdo_download(node_id, ObjectIndex.MODES_OF_OPERATION, 0, int(mode), 1, form)
@@ -255,6 +264,7 @@ __all__ = [
     'mode_switch_frames',
     'nmt_pre_operational',
     'nmt_start',
+    'probe_frame',
     'reenable_frames',
     'sdo_download',
     'shutdown_frames',

@@ -29,6 +29,7 @@ from .epos4 import (
     drive_fault_text,
     is_operation_enabled,
     nmt_start,
+    probe_frame,
     reenable_frames,
     sdo_download,
     shutdown_frames,
@@ -72,7 +73,7 @@ class Epos4Family(MotorFamily):
     def probe(self) -> None:
         """An SDO probe to every drive (any reply proves it is there)."""
         for drive in self.group.drives:
-            self.ctl.send(drive.bus, codec.encode_sdo_probe(drive.node_id))
+            self.ctl.send(drive.bus, probe_frame(drive.node_id, drive.params.frame_form))
 
     def report(self) -> None:
         """The statusword of every discovered drive, read by SDO (nothing written)."""
@@ -374,7 +375,7 @@ class Epos4Family(MotorFamily):
         try:
             reply = codec.decode_sdo_response(frame)
         except CodecError:
-            return  # the discovery probe's reply need not be a valid response
+            return  # the upstream discovery probe's reply need not be a valid response
         if reply.service == SdoService.ABORT and (
             ctl.lifecycle != Lifecycle.CONFIGURING
         ):  # the probe's abort is expected

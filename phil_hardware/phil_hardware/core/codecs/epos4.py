@@ -133,6 +133,7 @@ _TPDO = struct.Struct('<Hih')
 class ObjectIndex(IntEnum):
     """Object dictionary indices the controller touches."""
 
+    DEVICE_TYPE = 0x1000
     HOME_POSITION = 0x30B0
     HOME_OFFSET_MOVE_DISTANCE = 0x30B1
     HOMING_CURRENT_THRESHOLD = 0x30B2

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from phil_description.core import (
+    CanopenFrameForm,
     DynamixelParams,
     Epos4Params,
     JointSpec,
@@ -38,6 +39,8 @@ class WireReport:
 
     Attributes:
         commands: Commands read (a CAN frame is one; a sync write one per servo).
+        device_frames: Frames the motors sent (a ``candump`` capture on the robot has them):
+            counted, not read.
         by_kind: Commands per ``device kind``.
         ignored_upstream: Commands upstream's simulator ignores, per ``device kind``.
         problems: The first :data:`LISTED_PROBLEMS` problems, each naming line and frame.
@@ -45,6 +48,7 @@ class WireReport:
     """
 
     commands: int = 0
+    device_frames: int = 0
     by_kind: Counter = field(default_factory=Counter)
     ignored_upstream: Counter = field(default_factory=Counter)
     problems: list[str] = field(default_factory=list)
@@ -73,6 +77,11 @@ class WireChecker:
             [m.device_id for m in motors.values() if isinstance(m, Epos4Params)],
         )
         self._own = OwnDecoder(model)
+        self._forms = {
+            (m.bus, m.device_id): m.frame_form
+            for m in motors.values()
+            if isinstance(m, Epos4Params)
+        }
         self._pending: dict[str, bytes] = {}
         self._pending_own: dict[str, bytes] = {}
         self.report = WireReport()
@@ -90,6 +99,9 @@ class WireChecker:
             self._add_serial(record, where)
             return
         bus, can_id, extended, data = record.bus, record.can_id, record.extended, record.data
+        if sent_by_a_device(can_id, extended):
+            self.report.device_frames += 1
+            return
         what = f'{where} {bus} {can_id:0{8 if extended else 3}X}#{data.hex().upper()}'
         try:
             command = decode_can(can_id, extended, data)
@@ -103,6 +115,7 @@ class WireChecker:
             own = f'refused ({error})'
         self._compare_upstream(what, upstream, as_upstream_sil_sees(command))
         self._judge(what, bus, command, own)
+        self._check_form(what, bus, command, len(data))
 
     def _add_serial(self, record: CapturedSerial, where: str) -> None:
         bus = record.bus
@@ -111,7 +124,7 @@ class WireChecker:
             packets, self._pending[bus] = split_serial(stream)
         except WireError as error:
             self.report.problem(f'{where} {bus}: independent decoder: {error}')
-            self._pending[bus] = b''
+            self._pending[bus] = self._pending_own[bus] = b''
             return
         own_packets, self._pending_own[bus] = dynamixel.split_packets(
             self._pending_own.get(bus, b'') + record.data
@@ -153,6 +166,24 @@ class WireChecker:
             report.problem(f'{what}: our codecs read {own}, the independent decoder {command}')
         self._check_target(what, bus, command)
 
+    def _check_form(self, what: str, bus: str, command: WireCommand, length: int) -> None:
+        """The EPOS4 frames in the addressed drive's frame form (the URDF's ``frame_form``):
+        sized SDO downloads, an SDO read as the probe, 2-byte NMT and controlword frames
+        (CiA 301), or upstream's SDO 0x22, zero-byte probe and 8-byte frames."""
+        device, node, kind, values = command
+        form = self._forms.get((bus, node))
+        if form is None or device not in ('can', 'epos4') or kind == 'sync':
+            return
+        cia301 = form is CanopenFrameForm.CIA301
+        if kind in ('nmt', 'controlword'):
+            wrong = length != (2 if cia301 else 8)
+        elif kind == 'sdo_download':
+            wrong = (values[3] != 0) != cia301  # 0: the size was not stated (0x22)
+        else:
+            wrong = kind == 'sdo_segment' and cia301
+        if wrong:
+            self.report.problem(f'{what}: not in the {form.value} frame form of node {node}')
+
     def _check_target(self, what: str, bus: str, command: WireCommand) -> None:
         device, node, kind, values = command
         if device == 'can':
@@ -170,6 +201,23 @@ class WireChecker:
                 f'{what}: {spec.name} target {math.degrees(joint_rad):.2f} deg is outside its '
                 f'limits [{math.degrees(spec.lower_rad):.1f}, {math.degrees(spec.upper_rad):.1f}]'
             )
+
+
+_DEVICE_FUNCTIONS = frozenset({0x180, 0x280, 0x380, 0x480, 0x580, 0x700})
+_TMOTOR_STATUS_PACKET = 0x29
+
+
+def sent_by_a_device(can_id: int, extended: bool) -> bool:
+    """A frame a motor sends: a TMotor status (extended packet 0x29, or the 11-bit id = node
+    of upstream's simulator), a CANopen TPDO, SDO response, heartbeat or emergency."""
+    if extended:
+        return (can_id >> 8) & 0xFF == _TMOTOR_STATUS_PACKET
+    function = can_id & 0x780
+    return (
+        0x001 <= can_id <= 0x07F
+        or function in _DEVICE_FUNCTIONS
+        or (function == 0x080 and can_id != 0x080)
+    )
 
 
 def _target_motor_rad(motor, kind: str, values: tuple[int, ...]) -> float | None:
