@@ -109,6 +109,17 @@ def test_each_instruments_delay_is_recovered_within_half_a_millisecond(source):
     assert calibration.measured['snare']['strokes'] == 4
 
 
+def test_sounds_that_are_no_stroke_are_left_out_of_a_recording():
+    """A stick grazing a cymbal 40 ms before a stroke, a door between two: the strokes keep
+    their own sounds."""
+    strokes, instruments, landed = _calibration_run()
+    sounds = landed + np.array([DELAYS_S[name] for name in instruments])
+    stray = np.array([strokes[5] - 0.040, strokes[20] + 0.3, strokes[30] - 0.025])
+    times, assigned = assign_to_strokes(np.concatenate([sounds, stray]), strokes, instruments)
+    assert assigned == instruments
+    np.testing.assert_array_equal(times, np.sort(sounds))
+
+
 def test_a_recording_of_another_run_gives_no_calibration():
     strokes, instruments, landed = _calibration_run()
     with pytest.raises(CalibrationError, match='no sound matched a commanded arm stroke'):

@@ -300,6 +300,46 @@ def test_after_ctrl_c_the_executor_is_shut_down_before_its_nodes_and_the_context
     )
 
 
+ACTION_TEARDOWN_PROBE = textwrap.dedent("""
+    import os
+    import signal
+    from rclpy.action import ActionServer
+    from rclpy.node import Node
+    from phil_msgs.action import Hit
+    from phil_ros.node_runner import run_node
+
+    order = []
+
+    class RecordingServer(ActionServer):
+        def destroy(self):
+            order.append('action server destroyed')
+            super().destroy()
+
+    class Probe(Node):
+        def __init__(self):
+            super().__init__('action_teardown_probe')
+            self.server = RecordingServer(self, Hit, '~/hit', lambda handle: Hit.Result())
+            self.create_timer(0.01, lambda: os.kill(os.getpid(), signal.SIGTERM))
+
+        def destroy_node(self):
+            servers = [w for w in self.waitables if isinstance(w, ActionServer)]
+            order.append(f'node destroyed (action servers left: {len(servers)})')
+            super().destroy_node()
+
+    run_node(Probe)
+    print(order, flush=True)
+""")
+
+
+def test_action_servers_are_destroyed_with_their_node(domain_env):
+    """rclpy's destroy_node leaves action servers alone; their handles must not outlive the
+    node and the context (Jazzy's score player crashed at exit)."""
+    done = _run_probe(ACTION_TEARDOWN_PROBE, domain_env)
+    assert done.stdout.strip() == str(
+        ['action server destroyed', 'node destroyed (action servers left: 0)']
+    )
+
+
 CTRL_C_WHILE_BUILDING = textwrap.dedent("""
     import os
     import signal

@@ -28,6 +28,8 @@ from phil_control.core.play.timing_calibration import CalibrationError, TimingCa
 PEDAL_INSTRUMENTS = frozenset({'bass'})
 #: How far a sound may be from its commanded stroke and still be matched to it, s.
 MATCH_WINDOW_S = 0.15
+#: How far an instrument's latency may differ from the typical one (a recording), s.
+ASSIGN_SPREAD_S = 0.03
 #: Onset detection, on the loudness of 1 ms blocks (the largest |sample| in each): an event
 #: starts in a block louder than this many times the noise floor (the median block) and than
 #: ``RISE`` times every block of the ``RISE_WINDOW_S`` before it, so a drum's decaying ring,
@@ -94,22 +96,33 @@ def assign_to_strokes(
     stroke_instruments: tuple[str, ...],
     window_s: float = MATCH_WINDOW_S,
 ) -> tuple[np.ndarray, tuple[str, ...]]:
-    """Give every onset the instrument of the commanded stroke nearest to it (onsets further
-    than ``window_s`` from every stroke are left out: a cough, a door)."""
-    onsets = np.asarray(onset_times_s, dtype=float).reshape(-1)
+    """Give each commanded stroke the onset that is its sound, with the stroke's instrument.
+
+    A recording also holds sounds that are no stroke (a stick grazing a cymbal on its way, a
+    door): first the typical latency is taken (the median of every onset's distance to its
+    nearest stroke within ``window_s``); then each stroke, in time order, takes the unused
+    onset nearest to it plus that latency, within ``ASSIGN_SPREAD_S``. Onsets left over are
+    left out.
+    """
+    onsets = np.sort(np.asarray(onset_times_s, dtype=float).reshape(-1))
     strokes = np.asarray(stroke_times_s, dtype=float).reshape(-1)
-    if not len(strokes):
+    if not len(strokes) or not len(onsets):
         return np.empty(0), ()
-    order = np.argsort(strokes)
-    strokes = strokes[order]
+    nearest = strokes[np.abs(onsets[:, None] - strokes[None, :]).argmin(axis=1)]
+    close = np.abs(onsets - nearest) <= window_s
+    if not close.any():
+        return np.empty(0), ()
+    latency_s = float(np.median((onsets - nearest)[close]))
+    used = np.zeros(len(onsets), dtype=bool)
     kept, instruments = [], []
-    for onset in onsets:
-        index = int(np.searchsorted(strokes, onset))
-        candidates = [i for i in (index - 1, index) if 0 <= i < len(strokes)]
-        nearest = min(candidates, key=lambda i: abs(strokes[i] - onset))
-        if abs(strokes[nearest] - onset) <= window_s:
-            kept.append(onset)
-            instruments.append(stroke_instruments[order[nearest]])
+    for index in np.argsort(strokes, kind='stable'):
+        distance = np.abs(onsets - (strokes[index] + latency_s))
+        distance[used] = np.inf
+        best = int(distance.argmin())
+        if distance[best] <= ASSIGN_SPREAD_S:
+            used[best] = True
+            kept.append(onsets[best])
+            instruments.append(stroke_instruments[index])
     return np.array(kept, dtype=float), tuple(instruments)
 
 
