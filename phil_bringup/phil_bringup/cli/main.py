@@ -14,6 +14,7 @@ Examples:
     phil doctor [--sim]                (is this machine ready? no torque, nothing changed)
     phil wire-check capture.log        (do the frames a controller sent read as they should?)
     phil timing-calibrate runs/X --wav rec.wav  (when did the strokes sound? leads that fix it)
+    phil import-midi song.mid --out scores/rock/song.txt [--play-list-id song]
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import math
 import signal
 import sys
 
-from phil_bringup.cli import bringup_can, doctor, timing_calibrate, wire_check
+from phil_bringup.cli import bringup_can, doctor, import_midi, timing_calibrate, wire_check
 from phil_bringup.cli.render import StatusView, parse_joint_targets, render_status
 from phil_bringup.cli.tcp_client import DEFAULT_HOST, DEFAULT_PORT, send_lines
 from phil_bringup.plots import cli as plots
@@ -104,6 +105,11 @@ def build_parser() -> argparse.ArgumentParser:
             'timing-calibrate',
             help='measure when the calibration strokes sounded (MIDI or a recording) and '
             'write the leads that cancel the delay',
+        )
+    )
+    import_midi.add_arguments(
+        commands.add_parser(
+            'import-midi', help='a General MIDI drum track as a score the robot can play'
         )
     )
     return parser
@@ -230,6 +236,8 @@ def main(argv: list[str] | None = None) -> int:
             return wire_check.wire_check(args)
         if args.command == 'timing-calibrate':
             return timing_calibrate.timing_calibrate(args)
+        if args.command == 'import-midi':
+            return import_midi.import_midi(args)
         if args.command == 'send':
             for reply in send_lines(args.lines, args.host, args.port, not args.no_ack):
                 print(reply)
