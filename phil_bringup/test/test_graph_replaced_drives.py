@@ -9,19 +9,11 @@ import time
 import pytest
 
 from phil_bringup.plots import runlog
-from phil_bringup.testing.graph import RunningGraph, wait_until
+from phil_bringup.testing.graph import RunningGraph, last_bar, wait_until
 
 pytest.importorskip('rclpy')
 
 pytestmark = pytest.mark.timeout(300)
-
-
-def _last_bar(hits_path) -> int:
-    try:
-        hits = runlog.load_hits(hits_path)
-    except (OSError, runlog.RunLogError):
-        return 0
-    return int(hits.bar.max()) if len(hits) else 0
 
 
 def test_drives_holding_another_pdo_layout_are_given_phils_and_the_robot_plays(tmp_path):
@@ -33,7 +25,7 @@ def test_drives_holding_another_pdo_layout_are_given_phils_and_the_robot_plays(t
         robot.wait_state('IDLE', 30.0)
         assert robot.line('PLAY|rock') == 'OK|PLAY'
         hits = robot.log_dir / 'hits.csv'
-        assert wait_until(lambda: _last_bar(hits) >= 3, 60.0), robot.story()
+        assert wait_until(lambda: last_bar(hits) >= 3, 60.0), robot.story()
         assert robot.line('PLAY_CTRL|stop') == 'OK|PLAY_CTRL'
         robot.wait_state('IDLE', 30.0)
         time.sleep(1.0)  # the last impacts flushed

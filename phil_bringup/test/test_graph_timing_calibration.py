@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -17,7 +16,7 @@ from scipy.io import wavfile
 
 from phil_bringup.plots import runlog
 from phil_bringup.plots.stats import match_nearest
-from phil_bringup.testing.graph import RunningGraph
+from phil_bringup.testing.graph import RunningGraph, run_phil
 from phil_bringup.testing.synthetic_strikes import RATE_HZ, fake_midi_events, synthesize_recording
 from phil_control.core.play.timing_calibration import load_timing_calibration
 
@@ -33,12 +32,7 @@ NOTES = {'closed hihat': 42, 'snare': 38, 'bass': 36, 'floor': 43, 'mid': 47, 't
 
 
 def _calibrate(run, *args) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, '-m', 'phil_bringup.cli.main', 'timing-calibrate', str(run), *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_phil('timing-calibrate', run, *args)
 
 
 def test_the_calibration_run_gives_back_every_instruments_delay(tmp_path):

@@ -6,26 +6,14 @@ they agree on every command."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
-from phil_bringup.plots import runlog
-from phil_bringup.testing.graph import RunningGraph, wait_until
+from phil_bringup.testing.graph import RunningGraph, last_bar, run_phil, wait_until
 from phil_hardware.core.wire_check import read_capture
 
 pytest.importorskip('rclpy')
 
 pytestmark = pytest.mark.timeout(300)
-
-
-def _last_bar(hits_path) -> int:
-    try:
-        hits = runlog.load_hits(hits_path)
-    except (OSError, runlog.RunLogError):
-        return 0
-    return int(hits.bar.max()) if len(hits) else 0
 
 
 def test_a_captured_session_in_upstreams_frame_form_reads_alike_three_ways(tmp_path):
@@ -37,7 +25,7 @@ def test_a_captured_session_in_upstreams_frame_form_reads_alike_three_ways(tmp_p
         assert robot.line('LOOK|20|10') == 'OK|LOOK'
         robot.wait_state('IDLE', 30.0)
         assert robot.line('PLAY|rock') == 'OK|PLAY'
-        assert wait_until(lambda: _last_bar(robot.log_dir / 'hits.csv') >= 2, 60.0), robot.story()
+        assert wait_until(lambda: last_bar(robot.log_dir / 'hits.csv') >= 2, 60.0), robot.story()
         assert robot.line('PLAY_CTRL|stop') == 'OK|PLAY_CTRL'
         robot.wait_state('IDLE', 30.0)
         assert robot.line('QUIT') == 'OK|QUIT'
@@ -47,20 +35,7 @@ def test_a_captured_session_in_upstreams_frame_form_reads_alike_three_ways(tmp_p
     sdo = {r.data[0] for r in frames if 0x601 <= r.can_id <= 0x67F and r.data[0] >> 5 == 1}
     assert sdo == {0x22}
     assert {len(r.data) for r in frames if r.can_id == 0 or 0x201 <= r.can_id <= 0x27F} == {8}
-    done = subprocess.run(
-        [
-            sys.executable,
-            '-m',
-            'phil_bringup.cli.main',
-            'wire-check',
-            str(capture),
-            '--epos4-frame-form',
-            'upstream',
-        ],  # fmt: skip
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_phil('wire-check', capture, '--epos4-frame-form', 'upstream')
     assert done.returncode == 0, done.stdout + done.stderr
     assert 'all read alike' in done.stdout
     counts = {

@@ -7,11 +7,11 @@ refused naming the file, and nothing is written."""
 from __future__ import annotations
 
 import subprocess
-import sys
 
 import mido
 import pytest
 
+from phil_bringup.testing.graph import run_phil
 from phil_control.core.score import load_play_list, load_score
 
 TICKS = 480
@@ -53,12 +53,7 @@ def rock_beat(bars=4):
 
 
 def _import(*args) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, '-m', 'phil_bringup.cli.main', 'import-midi', *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return run_phil('import-midi', *args, timeout_s=300)
 
 
 def test_a_rock_beat_becomes_a_score_the_robot_plays(tmp_path):

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import math
 import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -21,6 +20,7 @@ from phil_bringup.core.strike_timing import (
     detect_onsets,
     midi_strikes,
 )
+from phil_bringup.testing.graph import run_phil
 from phil_bringup.testing.synthetic_strikes import (
     RATE_HZ,
     fake_midi_events,
@@ -178,12 +178,7 @@ def test_the_runs_leads_come_from_its_score_player_log_and_bad_input_is_named(tm
 
 
 def _calibrate_command(*args) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, '-m', 'phil_bringup.cli.main', 'timing-calibrate', *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_phil('timing-calibrate', *args)
 
 
 def test_the_command_writes_the_calibration_the_table_and_the_figure(tmp_path):

@@ -5,7 +5,8 @@ exits 2 naming the file and line, without a traceback."""
 from __future__ import annotations
 
 import subprocess
-import sys
+
+from phil_bringup.testing.graph import run_phil
 
 GOOD = """\
 (10.000000) can3 000#0107
@@ -20,12 +21,7 @@ GOOD = """\
 def _wire_check(tmp_path, text: str) -> subprocess.CompletedProcess:
     capture = tmp_path / 'capture.log'
     capture.write_text(text)
-    return subprocess.run(
-        [sys.executable, '-m', 'phil_bringup.cli.main', 'wire-check', str(capture)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return run_phil('wire-check', capture, timeout_s=60)
 
 
 def test_a_clean_capture_exits_0_with_the_counts(tmp_path):

@@ -39,6 +39,28 @@ def wait_until(condition, timeout_s: float, poll_s: float = 0.05) -> bool:
     return bool(condition())
 
 
+def last_bar(hits_path: Path) -> int:
+    """The highest bar in a run's ``hits.csv`` so far (0 before the first hit is logged)."""
+    from phil_bringup.plots import runlog
+
+    try:
+        hits = runlog.load_hits(hits_path)
+    except (OSError, runlog.RunLogError):
+        return 0
+    return int(hits.bar.max()) if len(hits) else 0
+
+
+def run_phil(*args: object, timeout_s: float = 120.0) -> subprocess.CompletedProcess:
+    """The ``phil`` command with ``args`` (each made text), as a user runs it: its exit code,
+    output and errors."""
+    return subprocess.run(
+        [sys.executable, '-m', 'phil_bringup.cli.main', *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+    )
+
+
 def free_tcp_port() -> int:
     with socket.socket() as probe:
         probe.bind(('127.0.0.1', 0))

@@ -22,8 +22,6 @@ import yaml
 
 from .session import check_motion_lead_s, check_pedal_lead_s
 
-MEASURED_FIELDS = ('latency_s', 'p99_abs_error_s', 'drift_s', 'strokes')
-
 
 class CalibrationError(ValueError):
     """A calibration file that cannot be used (names the file and what is wrong)."""

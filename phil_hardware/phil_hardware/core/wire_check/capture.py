@@ -90,18 +90,15 @@ class CaptureWriter:
 
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
-        self.lines = 0
 
     def can(self, time_s: float, bus: str, frames: Iterable[tuple[int, bytes, bool]]) -> None:
         """Frames (``CanFrame``s or ``(id, data, extended)``) on ``bus`` at ``time_s``."""
         for can_id, data, extended in frames:
             self._stream.write(can_line(time_s, bus, can_id, extended, data))
-            self.lines += 1
 
     def serial(self, time_s: float, bus: str, data: bytes) -> None:
         if data:
             self._stream.write(serial_line(time_s, bus, data))
-            self.lines += 1
 
     def close(self) -> None:
         self._stream.close()
