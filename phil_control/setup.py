@@ -34,6 +34,7 @@ setup(
         'console_scripts': [
             'behavior_planner = phil_control.behavior_planner.node:main',
             'tcp_bridge = phil_control.tcp_bridge.node:main',
+            'gen1_bridge = phil_control.gen1_bridge.node:main',
             'trajectory_generator = phil_control.trajectory_generator.node:main',
             'score_player = phil_control.score_player.node:main',
         ],

@@ -2,7 +2,7 @@
 
     ros2 launch phil_bringup robot.launch.py [sim:=true] [rviz:=true] [tcp_port:=1951]
         [tcp_address:=127.0.0.1] [log_dir:=/path] [rt_priority:=40] [network:=false]
-        [composed:=false]
+        [composed:=false] [gen1:=false] [gen1_port:=9999]
 
 The node set comes from phil_bringup.core.node_set, the same declaration the launcher uses
 on machines without ROS launch (composed:=true runs the command path's nodes in one process,
@@ -43,6 +43,8 @@ ARGUMENTS = {
     'rviz': ('false', 'Start rviz2 with the robot and drum-kit display.'),
     'tcp_address': ('127.0.0.1', 'Address the brain TCP server binds to.'),
     'tcp_port': ('1951', 'Port of the brain TCP server.'),
+    'gen1': ('false', "Also serve the Gen-1 brain's protocol (gen1_bridge, on tcp_address)."),
+    'gen1_port': ('9999', "Port of the Gen-1 brain's protocol."),
     'log_dir': ('', 'Run folder for CSV logs (empty: no logs).'),
     'rt_priority': ('40', 'SCHED_FIFO priority of the bus loop (0: normal scheduler).'),
     'network': (
@@ -76,10 +78,11 @@ def dds_setup(context):
 def launch_setup(context):
     sim = LaunchConfiguration('sim').perform(context).lower() in ('true', '1')
     composed = LaunchConfiguration('composed').perform(context).lower() in ('true', '1')
+    gen1 = LaunchConfiguration('gen1').perform(context).lower() in ('true', '1')
     log_dir = LaunchConfiguration('log_dir').perform(context)
     bringup_share = FindPackageShare('phil_bringup').perform(context)
     actions = []
-    for spec in processes_for(sim, composed):
+    for spec in processes_for(sim, composed, ('gen1',) if gen1 else ()):
         if spec.members:
             actions.append(composed_node(spec, sim, log_dir, bringup_share, context))
             continue
@@ -121,9 +124,10 @@ def node_overrides(spec, sim, log_dir, context):
         overrides['watched_nodes'] = watched_nodes(spec)
     if log_dir:
         overrides['log_dir'] = log_dir
-    if spec.name == 'tcp_bridge':
+    if spec.name in ('tcp_bridge', 'gen1_bridge'):
+        port = 'tcp_port' if spec.name == 'tcp_bridge' else 'gen1_port'
         overrides['address'] = LaunchConfiguration('tcp_address').perform(context)
-        overrides['port'] = int(LaunchConfiguration('tcp_port').perform(context))
+        overrides['port'] = int(LaunchConfiguration(port).perform(context))
     if spec.name == 'hardware':
         overrides['sched_priority'] = int(LaunchConfiguration('rt_priority').perform(context))
     if spec.name == 'description_publisher':

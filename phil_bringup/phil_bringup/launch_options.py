@@ -51,6 +51,14 @@ def _add_robot_and_connection_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--tcp-port', type=int, default=1951, help='TCP port for the brain')
     parser.add_argument('--tcp-address', default='127.0.0.1', help='TCP address to bind')
     parser.add_argument(
+        '--gen1',
+        action='store_true',
+        help="also serve the Gen-1 brain's protocol (gen1_bridge, on --tcp-address)",
+    )
+    parser.add_argument(
+        '--gen1-port', type=int, default=9999, help="TCP port of the Gen-1 brain's protocol"
+    )
+    parser.add_argument(
         '--network',
         action='store_true',
         help='DDS on every network interface instead of loopback only: '
@@ -129,6 +137,7 @@ def node_overrides(args: argparse.Namespace, ros_nodes: set[str]) -> dict[str, d
     """
     overrides = {
         'tcp_bridge': {'port': str(args.tcp_port), 'address': args.tcp_address},
+        'gen1_bridge': {'port': str(args.gen1_port), 'address': args.tcp_address},
         'hardware': {},
         'device_simulator': {},
     }

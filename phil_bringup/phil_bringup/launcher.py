@@ -283,7 +283,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_arguments(argv)
     sim = not args.real
     try:
-        overrides = node_overrides(args, {spec.name for spec in nodes_for(sim) if spec.ros_node})
+        options = ('gen1',) if args.gen1 else ()
+        nodes = {spec.name for spec in nodes_for(sim, options) if spec.ros_node}
+        overrides = node_overrides(args, nodes)
     except ValueError as error:
         print(f'[phil] {error}', file=sys.stderr)
         return 2
@@ -296,7 +298,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.bringup_can and _bring_up_can() != 0:
         print('[phil] the CAN interfaces are not ready (above); not starting', file=sys.stderr)
         return 1
-    launcher = Launcher(processes_for(sim, args.composed), sim, args.log_dir, overrides)
+    launcher = Launcher(processes_for(sim, args.composed, options), sim, args.log_dir, overrides)
     print(
         f'[phil] robot: {"simulated" if sim else "REAL"}; ROS_DOMAIN_ID='
         f'{os.environ.get("ROS_DOMAIN_ID", "0")}; brain TCP {args.tcp_address}:'

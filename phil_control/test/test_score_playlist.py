@@ -108,7 +108,10 @@ ENTRY = {'score': 'songs/fill.txt', 'init_note_right': 8, 'init_note_left': 1}
         ({'init_note_left': 10}, r"'init_note_left' = 10 is out of range 1\.\.9"),
         ({'init_note_left': True}, r"'init_note_left' must be an integer drum id, got True"),
         ({'init_note_right': 'snare'}, r"'init_note_right' must be an integer drum id"),
-        ({'init_note_r': 8}, r'unknown key\(s\) init_note_r; allowed: audio, init_note_left'),
+        (
+            {'init_note_r': 8},
+            r'unknown key\(s\) init_note_r; allowed: aliases, audio, init_note_left',
+        ),
         ({'init_note_left': None}, r"'init_note_left' must be an integer drum id, got None"),
     ],
 )
@@ -178,6 +181,34 @@ def test_malformed_entries_are_refused(play_list_dir, text, play_id, expected):
     play_list = load_play_list(write_play_list(play_list_dir, text))
     assert not play_list.entries
     assert re.search(rf'play_list\.yaml[:,] {expected}', play_list.problems[play_id])
+
+
+def test_an_alias_plays_its_entry_and_a_taken_alias_refuses_only_its_entry(play_list_dir):
+    text = PLAY_LIST_TEXT.replace(
+        '  audio: TIM\n', '  audio: TIM\n  aliases: [TIM, this_is_me]\n'
+    ).replace('  init_note_right: 5\n', '  aliases: [TIM, BF]\n  init_note_right: 5\n')
+    play_list = load_play_list(write_play_list(play_list_dir, text))
+    assert play_list.entry('TIM') is play_list['TI']
+    assert play_list.entry('this_is_me').play_id == 'TI'
+    assert play_list['TI'].aliases == ('TIM', 'this_is_me')
+    assert 'SOLO' not in play_list
+    assert re.search(
+        r"line 13: entry 'SOLO': alias\(es\) 'TIM', 'BF' already name an entry",
+        play_list.problems['SOLO'],
+    )
+
+
+@pytest.mark.parametrize('aliases', ['TIM', '[1]', "['../x']", "['']"])
+def test_aliases_must_be_a_list_of_names(play_list_dir, aliases):
+    text = 'BF:\n  score: songs/fill.txt\n  init_note_right: 8\n  init_note_left: 1\n'
+    play_list = load_play_list(write_play_list(play_list_dir, text + f'  aliases: {aliases}\n'))
+    assert "'aliases' must be a list of names" in play_list.problems['BF']
+
+
+def test_the_project_play_list_plays_the_gen1_brains_songs():
+    play_list = load_play_list(Path(__file__).resolve().parents[2] / 'scores' / 'play_list.yaml')
+    for song in ('TIM', 'TY_short', 'BI', 'test_one'):
+        assert play_list.entry(song).play_id in play_list
 
 
 def test_upstream_json_format_is_read_from_a_synthetic_tree(tmp_path):

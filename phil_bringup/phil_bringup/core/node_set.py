@@ -4,6 +4,7 @@ runs the graph without a ROS install. Adding a node here adds it to both."""
 from __future__ import annotations
 
 import shlex
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 import yaml
@@ -37,6 +38,8 @@ class NodeSpec:
             The process's executable (``phil_bringup/<process>``) builds exactly those nodes.
         members: for a composed process, the nodes it runs (each keeps its own name and
             parameter file); () for a single node.
+        option: started only when this launch option is on (``gen1``); '' always. Nobody
+            watches such a node: nothing on the motion path depends on it.
     """
 
     package: str
@@ -53,6 +56,7 @@ class NodeSpec:
     watches: str = ''
     process: str = ''
     members: tuple[NodeSpec, ...] = field(default_factory=tuple)
+    option: str = ''
 
     def parameter_file_for(self, sim: bool) -> str:
         return self.sim_parameter_file if sim and self.sim_parameter_file else self.parameter_file
@@ -165,6 +169,15 @@ NODE_SET: tuple[NodeSpec, ...] = (
         rt_priority=ESTOP_PATH_RT_PRIORITY,
         process=COMMAND_PATH_PROCESS,
     ),
+    # The Gen-1 brain's port (9999): a client of the planner as the brain is of the TCP bridge.
+    NodeSpec(
+        'phil_control',
+        'gen1_bridge',
+        'gen1_bridge',
+        parameter_file='gen1_bridge.yaml',
+        niceness=COMMAND_PATH_NICENESS,
+        option='gen1',
+    ),
 )
 
 
@@ -188,16 +201,23 @@ def sched_prefix(spec: NodeSpec) -> list[str]:
     return ['sh', '-c', script, spec.name]
 
 
-def nodes_for(sim: bool) -> list[NodeSpec]:
-    """The processes to start for the simulated (``sim``) or the real robot, in start order."""
-    return [node for node in NODE_SET if sim or not node.sim_only]
+def nodes_for(sim: bool, options: Collection[str] = ()) -> list[NodeSpec]:
+    """The processes to start for the simulated (``sim``) or the real robot with the launch
+    ``options`` on (``gen1``), in start order."""
+    return [
+        node
+        for node in NODE_SET
+        if (sim or not node.sim_only) and (not node.option or node.option in options)
+    ]
 
 
-def processes_for(sim: bool, composed: bool = False) -> list[NodeSpec]:
+def processes_for(
+    sim: bool, composed: bool = False, options: Collection[str] = ()
+) -> list[NodeSpec]:
     """The processes to start, in start order: ``nodes_for(sim)``, or with ``composed`` the
     nodes of each shared ``process`` as one spec (at its first node's place) whose ``members``
     are those nodes: SCHED_RR at their highest ``rt_priority``, at their lowest niceness."""
-    nodes = nodes_for(sim)
+    nodes = nodes_for(sim, options)
     if not composed:
         return nodes
     processes: list[NodeSpec] = []
@@ -227,7 +247,9 @@ def watched_nodes(
     spec: NodeSpec, specs: list[NodeSpec] | tuple[NodeSpec, ...] = NODE_SET
 ) -> list[str]:
     """The ``watched_nodes`` parameter of ``spec`` (see ``NodeSpec.watches``)."""
-    others = [other for other in specs if other.ros_node and other.name != spec.name]
+    others = [
+        other for other in specs if other.ros_node and other.name != spec.name and not other.option
+    ]
     if spec.watches == 'motion_path':
         return [other.name for other in others if other.motion_path]
     if spec.watches == 'graph':

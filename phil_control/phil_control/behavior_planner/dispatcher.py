@@ -84,7 +84,8 @@ class Dispatcher:
         events: Callbacks into the planner: ``motion_finished()``, ``start_completed()``,
             ``play_ended(play_id, result, success, reason)``, ``failed(reason)``,
             ``shutdown()``, ``graph_met()`` (after :meth:`meet_graph`, whether every server
-            answered or not).
+            answered or not), optionally ``play_feedback(feedback)`` (every play's, whoever
+            asked for it).
         key: The graph key (goal ids, hardware requests).
         down_reason: Why a node is down now ('' while it runs): steps that need it fail at
             once.
@@ -107,7 +108,9 @@ class Dispatcher:
         group = ReentrantCallbackGroup()
         self._waits = Waits(node, group)
         self._hardware = HardwareLink(node, group, key, self._waits)
-        self._goals = GoalTracker(key, self._motion_ended)
+        self._goals = GoalTracker(
+            key, self._motion_ended, events.get('play_feedback', lambda _feedback: None)
+        )
         self._servers = MotionServers(node, group, self._waits, self._goals, down_reason)
         self._decided: deque[Decided] = deque()  # waiting their turn
         self._current: Decided | None = None  # being carried out

@@ -95,20 +95,34 @@ def motion_goal(action, joint_names: tuple[str, ...], poses: dict) -> tuple[type
 
 class GoalTracker:
     """The goals sent and not yet ended; ``on_end(sent, result, success, reason)`` runs once
-    per goal."""
+    per goal; ``on_play_feedback(feedback)`` gets every play's feedback (whoever asked for the
+    play: the status reports its song and bar)."""
 
-    def __init__(self, key: GraphKey, on_end: Callable[..., None]) -> None:
+    def __init__(
+        self,
+        key: GraphKey,
+        on_end: Callable[..., None],
+        on_play_feedback: Callable[[Any], None] = lambda _feedback: None,
+    ) -> None:
         self._key = key
         self._on_end = on_end
+        self._on_play_feedback = on_play_feedback
         self._running: dict[int, SentGoal] = {}
         self.motions_running = 0  # motion goals (not plays) sent and not ended
 
     def send(self, client, name: str, goal, completion: Completion | None, play: bool):
         """Send ``goal`` (never waits); :meth:`accepted` or :meth:`end` follows."""
-        feedback = completion.on_feedback if completion is not None else None
+        forward = completion.on_feedback if completion is not None else None
+
+        def feedback(message) -> None:
+            if play:
+                self._on_play_feedback(message.feedback)
+            if forward is not None:
+                forward(message.feedback)
+
         future = client.send_goal_async(
             goal,
-            feedback_callback=(lambda message: feedback(message.feedback)) if feedback else None,
+            feedback_callback=feedback if play or forward else None,
             goal_uuid=signed_goal_id(self._key),
         )
         sent = SentGoal(name, future, getattr(goal, 'score', ''), play, completion)

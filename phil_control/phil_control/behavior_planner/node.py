@@ -125,6 +125,7 @@ class BehaviorPlanner(Node):
                 'motion_finished': partial(self._event, 'motion_finished'),
                 'start_completed': partial(self._event, 'start_completed'),
                 'play_ended': self._play_ended,
+                'play_feedback': self._on_play_feedback,
                 'failed': self._failed,
                 'shutdown': self._shutdown,
                 'graph_met': self._graph_met,
@@ -140,7 +141,6 @@ class BehaviorPlanner(Node):
             self._vocabulary,
             self._decide_in_turn,
             self._cancel,
-            self._on_play_feedback,
             group,
         )
         # Measured angles only feed the status (10 Hz): the 20 Hz motor states carry them at a

@@ -42,7 +42,6 @@ class UserGoals:
         decide_in_turn: ``await decide_in_turn(command, completion)`` -> reply (accepted,
             reason); ``completion`` follows the motion or play it starts.
         cancel: ``cancel(name)`` stops the motion or play of a cancelled /phil/<name> goal.
-        on_play_feedback: Receives every Play feedback (for the status).
         group: Callback group of the servers.
     """
 
@@ -52,14 +51,12 @@ class UserGoals:
         vocabulary: ProtocolVocabulary,
         decide_in_turn: Callable[..., Awaitable],
         cancel: Callable[[str], None],
-        on_play_feedback: Callable[[object], None],
         group,
     ) -> None:
         self._node = node
         self._vocabulary = vocabulary
         self._decide_in_turn = decide_in_turn
         self._cancel = cancel
-        self._on_play_feedback = on_play_feedback
         # Running goals' wakers by goal id: a cancel request completes its goal's.
         self._wakers: dict[bytes, object] = {}
         for action_type, name in ACTIONS:
@@ -117,8 +114,6 @@ class UserGoals:
         return CancelResponse.ACCEPT
 
     def _forward_feedback(self, goal_handle, name: str, feedback) -> None:
-        if name == 'play':
-            self._on_play_feedback(feedback)
         with contextlib.suppress(Exception):  # the goal may have ended; feedback is best effort
             goal_handle.publish_feedback(feedback)
 

@@ -12,6 +12,7 @@ from rclpy.node import Node
 
 from phil_control.conversions import STAMP_CLOCKS
 from phil_control.core.play import check_motion_lead_s, check_pedal_lead_s
+from phil_control.core.play.timeline import check_velocity_delta
 from phil_control.core.play.timing_calibration import (
     CalibrationError,
     TimingCalibration,
@@ -59,6 +60,12 @@ PARAMETERS = {
         'timing calibration file (phil timing-calibrate): its motion_lead_s and pedal_lead_s '
         "are used instead of the parameters of those names; '' = none",
     ),
+    'velocity_delta': (
+        0,
+        'added to every stroke intensity of the scores read from now on (PLAY, RESUME, the '
+        "next score of an improv), each kept within 1..7: the Gen-1 brain's velocity_delta; "
+        '-6..6, may be set while running',
+    ),
     'log_dir': ('', "folder for hits.csv (one row per commanded hit); '' = no log"),
     'wrist_torque': (
         True,
@@ -79,6 +86,10 @@ PARAMETERS = {
         'a running watched node silent this long counts as down, s',
     ),
 }
+
+
+#: Parameters the node takes again while running.
+WRITABLE = ('velocity_delta',)
 
 
 def default_play_list() -> Path | None:
@@ -110,16 +121,17 @@ class Config:
     timing_calibration: TimingCalibration | None = None  # the leads above came from it
     watched_nodes: tuple[str, ...] = ()
     liveness_timeout_s: float = DEFAULT_LIVENESS_TIMEOUT_S
+    velocity_delta: int = 0  # the start value; the node takes later ones (WRITABLE)
 
     @classmethod
     def from_parameters(cls, node: Node) -> Config:
-        """Declare every parameter on ``node`` (read-only: they are read once, here) and
-        validate them.
+        """Declare every parameter on ``node`` (read-only but ``WRITABLE``: they are read once,
+        here) and validate them.
 
         Raises:
             ValueError: Naming the first bad parameter and what it allows.
         """
-        values = declare_parameters(node, PARAMETERS)
+        values = declare_parameters(node, PARAMETERS, WRITABLE)
         return cls.from_values(values)
 
     @classmethod
@@ -155,6 +167,10 @@ class Config:
             except CalibrationError as error:
                 raise ValueError(f'parameter timing_calibration: {error}') from None
             motion_lead_s, pedal_lead_s = calibration.motion_lead_s, calibration.pedal_lead_s
+        try:
+            check_velocity_delta(values['velocity_delta'])
+        except ValueError as error:
+            raise ValueError(f'parameter {error}') from None
         play_list = Path(values['play_list']) if values['play_list'] else default_play_list()
         if values['play_list'] and not play_list.is_file():
             raise ValueError(f'parameter play_list: no such file: {play_list}')
@@ -175,4 +191,5 @@ class Config:
             timing_calibration=calibration,
             watched_nodes=tuple(name for name in values['watched_nodes'] if name),
             liveness_timeout_s=float(values['liveness_timeout_s']),
+            velocity_delta=values['velocity_delta'],
         )

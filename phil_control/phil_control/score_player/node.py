@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import threading
 
+from rcl_interfaces.msg import SetParametersResult
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
@@ -52,6 +53,7 @@ from sensor_msgs.msg import JointState
 from phil_control.conversions import TimeBase, stamp_clock
 from phil_control.core.motion.validation import JointTable
 from phil_control.core.play import MotionChunk, PlayRobot, PlaySession
+from phil_control.core.play.timeline import check_velocity_delta
 from phil_control.core.score import PlayListFile
 from phil_control.score_player import conversions as convert
 from phil_control.score_player.audio import (
@@ -144,6 +146,22 @@ class ScorePlayer(GoalServers, PlayTicks, PlayServices, MotionStops, Node):
             self.config.pedal_lead_s,
             JointTable.from_model(model),
         )
+        self.session.velocity_delta = self.config.velocity_delta
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+
+    def _on_set_parameters(self, parameters) -> SetParametersResult:
+        """Take a new ``velocity_delta`` (the only writable parameter) or say why not."""
+        for parameter in parameters:
+            if parameter.name != 'velocity_delta':  # read-only: rclpy refuses them itself
+                continue
+            try:
+                delta = check_velocity_delta(parameter.value)
+            except ValueError as error:
+                return SetParametersResult(successful=False, reason=str(error))
+            with self._lock:
+                self.session.velocity_delta = delta
+            self.get_logger().info(f'velocity_delta {delta:+d} from the next score on')
+        return SetParametersResult(successful=True)
 
     def _create_outputs(self, audio_player: AudioPlayer | None) -> None:
         """The audio player, the track finder and the hit log."""

@@ -30,16 +30,13 @@ from phil_control.core.protocol import ProtocolVocabulary
 from phil_control.tcp.command_log import CommandCsvLog
 from phil_control.tcp.server import TcpServer
 from phil_control.tcp_bridge.config import Config
-from phil_control.tcp_bridge.planner_handler import PlannerHandler
+from phil_control.tcp_bridge.planner_handler import PlannerHandler, PlannerProbe
 from phil_description.core import default_robot_model
 from phil_description.core.exit_status import CONFIG_ERROR_EXIT
 from phil_description.core.graph_key import GraphKey
 from phil_msgs.msg import HardwareStatus, RobotStatus
 from phil_ros.node_runner import run_node
 from phil_ros.qos import LATCHED
-
-# The GET_STATUS that must be answered before the port opens is asked again after this.
-PROBE_ATTEMPT_S = 1.0
 
 
 class TcpBridge(Node):
@@ -62,7 +59,6 @@ class TcpBridge(Node):
             GraphKey.from_environment(),
             on_planner_down=lambda: self._listen(),
         )
-        self._probe = None
         self._listening = False
         self._closing = False
         self.create_subscription(RobotStatus, '/phil/status', self._on_status, LATCHED)
@@ -82,37 +78,23 @@ class TcpBridge(Node):
             clock=time.monotonic,
         )
         host, bound_port = self._server.bind()
-        self._probe_timer = self.create_timer(PROBE_ATTEMPT_S, self._ask_planner)
+        self._probe = PlannerProbe(self, self._handler, self._listen)
         self.get_logger().info(
             f'{host}:{bound_port} taken; listening once the robot is in STANDBY'
         )
 
     def _on_status(self, status: RobotStatus) -> None:
+        first = not self._handler.has_status
         self._handler.set_status(status)
-        if self._probe is None:
-            self._ask_planner()
+        if first:
+            self._probe.poke()
 
-    def _ask_planner(self) -> None:
-        """Open the port once the planner is in STANDBY (its first /phil/status) and has
-        answered one GET_STATUS, as upstream's controller opened it after its start-up: the
-        first command a client sends is then carried out at once. Asked again each
-        PROBE_ATTEMPT_S: rmw_fastrtps drops the answer to a request that reaches a server
-        before it has matched the client's reader ("client will not receive response")."""
-        if self._listening or not self._handler.has_status:
-            return
-        self._probe = self._handler.ask_planner()
-        self._probe.add_done_callback(self._listen)
-
-    def _listen(self, answer=None) -> None:
-        """Listen (once; an unanswered probe is asked again by the timer)."""
-        if (
-            self._listening
-            or self._closing
-            or (answer is not None and (answer.cancelled() or answer.exception() is not None))
-        ):
+    def _listen(self) -> None:
+        """Listen (once): the planner answered (`PlannerProbe`), or went down first."""
+        if self._listening or self._closing:
             return
         self._listening = True
-        self._probe_timer.cancel()
+        self._probe.stop()
         try:
             host, bound_port = self._server.start()
         except (OSError, RuntimeError) as error:

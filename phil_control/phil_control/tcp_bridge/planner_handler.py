@@ -29,6 +29,9 @@ from phil_msgs.srv import Decide
 from phil_ros.graph_shutdown import GraphShutdownSender
 from phil_ros.heartbeats import Liveness
 
+# The GET_STATUS that must be answered before a bridge's port opens is asked again after this.
+PROBE_ATTEMPT_S = 1.0
+
 
 class PlannerHandler:
     """The TCP server's CommandHandler: forwards commands to the behavior planner; ESTOP goes
@@ -162,3 +165,33 @@ class PlannerHandler:
             status.resume_play_id if status.resume_valid else None,
             status.resume_bar,
         )
+
+
+class PlannerProbe:
+    """Calls ``on_answered`` once the planner is in STANDBY (``handler`` has its first status)
+    and has answered one GET_STATUS: a bridge opens its port then, as upstream's controller
+    opened it after its start-up, so the first command a client sends is carried out at once.
+    Asked again each ``PROBE_ATTEMPT_S``: rmw_fastrtps drops the answer to a request that
+    reaches a server before it has matched the client's reader ("client will not receive
+    response"). ``poke`` asks at once (call it on the first status)."""
+
+    def __init__(self, node: Node, handler: PlannerHandler, on_answered: Callable[[], None]):
+        self._handler, self._on_answered = handler, on_answered
+        self.done = False
+        self._timer = node.create_timer(PROBE_ATTEMPT_S, self.poke)
+
+    def poke(self) -> None:
+        if self.done or not self._handler.has_status:
+            return
+        self._handler.ask_planner().add_done_callback(self._answered)
+
+    def _answered(self, future) -> None:
+        if self.done or future.cancelled() or future.exception() is not None:
+            return
+        self.stop()
+        self._on_answered()
+
+    def stop(self) -> None:
+        """Ask no more (the port opened for another reason)."""
+        self.done = True
+        self._timer.cancel()

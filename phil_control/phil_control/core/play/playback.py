@@ -35,6 +35,7 @@ from phil_control.core.play.timeline import (
     Timeline,
     folder_source,
     next_score_in_folder,
+    with_velocity_delta,
 )
 from phil_control.core.play.transfer import TRANSFER_DURATION_S, ScoreClock, TransferMove
 from phil_control.core.play.window_motion import (
@@ -102,6 +103,7 @@ class Playback:
         pedal_lead_s: float = 0.0,
         play_list: PlayList | None = None,
         sequences: Iterator[int] | None = None,
+        velocity_delta: int = 0,
     ) -> None:
         """Plan DRUM START from `current_positions_rad` at wall time `start_s`.
 
@@ -110,7 +112,8 @@ class Playback:
         pedals run `pedal_lead_s` further ahead (see `generate_window`). Improv chains the
         scores of the source's folder through `play_list` (None: no chaining). ``sequences``
         numbers the chunks (a session's count, so no two of its plays share a number; a new
-        count from 1 when None).
+        count from 1 when None). The chained scores' intensities are shifted by
+        ``velocity_delta`` as the source's were (`with_velocity_delta`).
 
         Raises:
             PlayAborted: The reset pose cannot be reached.
@@ -118,6 +121,7 @@ class Playback:
         speed = normalize_speed(speed, clamp=True)
         reset, state = _reset_pose_or_abort(robot, source, chooser)
         self.robot, self._chooser = robot, chooser
+        self._velocity_delta = velocity_delta
         self._modes = window_control_modes(robot, wrist_torque)
         self._position_modes = (ControlMode.POSITION,) * len(robot.joint_names)
         self.timeline = Timeline(source)
@@ -355,7 +359,8 @@ class Playback:
             path = next_score_in_folder(folder, current, self._recent)
             self._recent.append(path)
             try:
-                self.timeline.chain(folder_source(path, self._play_list), keep_until)
+                source = folder_source(path, self._play_list)
+                self.timeline.chain(with_velocity_delta(source, self._velocity_delta), keep_until)
             except (ScoreError, ValueError, OSError):
                 current = path
                 continue

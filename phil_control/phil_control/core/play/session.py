@@ -42,6 +42,7 @@ from phil_control.core.play.timeline import (
     folder_source,
     hit_source,
     resolve_source,
+    with_velocity_delta,
 )
 from phil_control.core.score import PlayList, normalize_speed
 
@@ -110,6 +111,8 @@ class PlaySession(PlayStatus):
         self.extra_lookahead_s = extra_lookahead_s
         self.resume_point: ResumePoint | None = None
         self.audio = ''
+        #: Added to every stroke's intensity (1..7 kept) from the next score read on.
+        self.velocity_delta = 0
         self._chooser = WaistChooser(robot)
         self._sequences = itertools.count(1)  # chunk numbers, never repeated in a session
 
@@ -181,8 +184,10 @@ class PlaySession(PlayStatus):
     def _source(self, score: str, start_bar: int) -> PlaySource:
         point = self.resume_point
         if point is not None and point.score_path is not None and score == point.play_id:
-            return folder_source(point.score_path, self.play_list, start_bar)
-        return resolve_source(score, self.play_list, start_bar)
+            source = folder_source(point.score_path, self.play_list, start_bar)
+        else:
+            source = resolve_source(score, self.play_list, start_bar)
+        return with_velocity_delta(source, self.velocity_delta)
 
     def resume(
         self,
@@ -353,6 +358,7 @@ class PlaySession(PlayStatus):
             self.pedal_lead_s,
             self.play_list,
             sequences,
+            self.velocity_delta,
         )
 
     def _begin(

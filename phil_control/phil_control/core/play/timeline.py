@@ -27,6 +27,7 @@ from phil_control.core.score import (
     build_windows,
     hit_assignment,
 )
+from phil_control.core.score.fields import MAX_VELOCITY
 from phil_control.core.score.instruments import (
     BASS_INSTRUMENT_ID,
     HIHAT_DRUM_ID,
@@ -105,6 +106,40 @@ def resolve_source(play_id: str, play_list: PlayList | None, start_bar: int = 0)
         init_note_right=entry.init_note_right,
         init_note_left=entry.init_note_left,
     )
+
+
+#: How far ``velocity_delta`` may shift the strike intensities (a grade 1 stroke to 7 and back).
+MAX_VELOCITY_DELTA = 6
+
+
+def check_velocity_delta(delta: object) -> int:
+    """``delta`` as an intensity shift, or ValueError naming the bound."""
+    if isinstance(delta, bool) or not isinstance(delta, int) or abs(delta) > MAX_VELOCITY_DELTA:
+        raise ValueError(
+            f'velocity_delta must be an integer in -{MAX_VELOCITY_DELTA}..{MAX_VELOCITY_DELTA}, '
+            f'got {delta!r}'
+        )
+    return delta
+
+
+def with_velocity_delta(source: PlaySource, delta: int) -> PlaySource:
+    """``source`` with ``delta`` added to every stroke's intensity, kept within 1..7 (the Gen-1
+    brain's velocity_delta: louder or softer, every stroke still sounding, rests kept)."""
+    if not delta:
+        return source
+
+    def shifted(velocity: int) -> int:
+        return min(MAX_VELOCITY, max(1, velocity + delta)) if velocity else 0
+
+    events = tuple(
+        replace(
+            event,
+            right_velocity=shifted(event.right_velocity),
+            left_velocity=shifted(event.left_velocity),
+        )
+        for event in source.score.events
+    )
+    return replace(source, score=replace(source.score, events=events))
 
 
 def folder_source(path: Path, play_list: PlayList, start_bar: int = 0) -> PlaySource:

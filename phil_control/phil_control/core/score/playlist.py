@@ -44,6 +44,7 @@ class PlayListEntry:
         audio: Audio track name, '' for silent playing.
         init_note_right: Drum id 1..9 the right stick moves over before playing.
         init_note_left: Drum id 1..9 the left stick moves over before playing.
+        aliases: Other names this entry is played by (e.g. the Gen-1 brain's song names).
     """
 
     play_id: str
@@ -51,6 +52,7 @@ class PlayListEntry:
     audio: str
     init_note_right: int
     init_note_left: int
+    aliases: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -93,7 +95,7 @@ class PlayList:
         return len(self.entries)
 
     def entry(self, play_id: object) -> PlayListEntry:
-        """Return the entry of a play id (nothing is opened).
+        """Return the entry of a play id or of one of its aliases (nothing is opened).
 
         Raises:
             PlayListError: Not a string, a path or an unknown id; the message lists the known
@@ -101,6 +103,9 @@ class PlayList:
         """
         if isinstance(play_id, str) and play_id in self.entries:
             return self.entries[play_id]
+        for entry in self.entries.values():
+            if play_id in entry.aliases:
+                return entry
         if isinstance(play_id, str) and play_id in self.problems:
             raise PlayListError(f'play id {quote(play_id)} refused: {self.problems[play_id]}')
         text = play_id if isinstance(play_id, str) else repr(play_id)

@@ -7,9 +7,12 @@ Project format (`scores/play_list.yaml`): a YAML mapping from play id to an entr
       audio: ''                         # audio track name; empty or omitted = silent
       init_note_right: 8                # drum id 1..9 the right stick starts over
       init_note_left: 1                 # drum id 1..9 the left stick starts over
+      aliases: [TIM]                    # optional: other names PLAY takes for this entry
 
-Play ids must be strings (quote ids YAML would read as numbers or booleans, e.g. 'ON', '1')
-without '/', '\\' or '..'. Unknown entry keys are errors, so typos do not pass silently.
+Play ids and aliases must be strings (quote ids YAML would read as numbers or booleans, e.g.
+'ON', '1') without '/', '\\' or '..'. Unknown entry keys are errors, so typos do not pass
+silently. An alias that is already a play id or another entry's alias makes its entry a problem
+(PLAY would be ambiguous).
 
 One bad entry never takes the others with it: a malformed entry (a YAML syntax error in it, a
 missing or unknown key, a bad value, a missing score file) becomes one of the list's `problems`
@@ -98,6 +101,7 @@ class _EntryKeys:
     audio: str
     init_note_right: str
     init_note_left: str
+    aliases: str | None = None  # no aliases in upstream's format
 
     @property
     def required(self) -> tuple[str, ...]:
@@ -105,10 +109,11 @@ class _EntryKeys:
 
     @property
     def allowed(self) -> frozenset[str]:
-        return frozenset((self.score, self.audio, self.init_note_right, self.init_note_left))
+        optional = (self.audio,) if self.aliases is None else (self.audio, self.aliases)
+        return frozenset((self.score, self.init_note_right, self.init_note_left, *optional))
 
 
-_PROJECT_KEYS = _EntryKeys('score', 'audio', 'init_note_right', 'init_note_left')
+_PROJECT_KEYS = _EntryKeys('score', 'audio', 'init_note_right', 'init_note_left', 'aliases')
 _UPSTREAM_KEYS = _EntryKeys('score', 'audio', 'init_note_r', 'init_note_l')
 
 
@@ -293,11 +298,20 @@ def _build_play_list(
     if not isinstance(document, dict) or not (document or problems):
         raise PlayListError(f'{path}: expected a non-empty mapping of play id to entry')
     entries = {}
+    names = set(document)  # play ids and the aliases taken so far: each names one entry
     for play_id, raw_entry in document.items():
         try:
-            entries[play_id] = _checked_entry(
+            entry = _checked_entry(
                 path, play_id, raw_entry, keys, resolve_score, require_scores, lines
             )
+            taken = [alias for alias in entry.aliases if alias in names]
+            if taken:
+                raise PlayListError(
+                    f'{_where(path, play_id, lines)}: alias(es) {", ".join(map(quote, taken))} '
+                    'already name an entry'
+                )
+            names.update(entry.aliases)
+            entries[play_id] = entry
         except PlayListError as error:
             problems[str(play_id)] = str(error)
     return PlayList(source=path, entries=entries, root=root, problems=problems)
@@ -359,7 +373,19 @@ def _build_entry(
         audio=audio,
         init_note_right=_init_note(where, keys.init_note_right, raw_entry),
         init_note_left=_init_note(where, keys.init_note_left, raw_entry),
+        aliases=_aliases(where, keys.aliases, raw_entry),
     )
+
+
+def _aliases(where: str, key: str | None, raw_entry: dict[Any, Any]) -> tuple[str, ...]:
+    value = raw_entry.get(key, []) if key is not None else []
+    if not isinstance(value, list) or not all(
+        isinstance(alias, str) and alias.strip() and not is_path_like(alias) for alias in value
+    ):
+        raise PlayListError(
+            f"{where}: {key!r} must be a list of names without '/', '\\' or '..', got {value!r}"
+        )
+    return tuple(value)
 
 
 def _init_note(where: str, key: str, raw_entry: dict[Any, Any]) -> int:

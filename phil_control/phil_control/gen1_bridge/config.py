@@ -1,0 +1,74 @@
+"""The gen1_bridge's parameters: declared (each with its description) and validated once into a
+frozen ``Config``."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from rclpy.node import Node
+
+from phil_control.score_player.config import default_play_list
+from phil_description.core.liveness import DEFAULT_LIVENESS_TIMEOUT_S
+from phil_ros.parameters import declare_parameters
+
+#: The node's parameters: name -> (default, description).
+PARAMETERS = {
+    'sim': (False, 'running against the device simulators (set by the launcher)'),
+    'address': ('127.0.0.1', 'address the Gen-1 brain connects to (loopback unless opened)'),
+    'port': (9999, 'TCP port of the Gen-1 protocol'),
+    'max_clients': (8, 'clients connected at once (a newcomer beyond is closed)'),
+    'reply_timeout_s': (2.0, "longest wait for the planner's answer to a command, s"),
+    'play_list': (
+        '',
+        "play list YAML the song tempos are read from (the score_player's); '' = the "
+        "score_player's default",
+    ),
+    'liveness_timeout_s': (
+        DEFAULT_LIVENESS_TIMEOUT_S,
+        'silence after which the planner is down (its commands are then refused), s',
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Config:
+    """The parameters (names, defaults and meaning: ``PARAMETERS``)."""
+
+    address: str
+    port: int
+    max_clients: int
+    reply_timeout_s: float
+    play_list: Path | None
+    liveness_timeout_s: float
+
+    @classmethod
+    def from_parameters(cls, node: Node) -> Config:
+        """Declare every parameter on ``node`` (read-only) and validate them (ValueError
+        naming the first bad one)."""
+        return cls.from_values(declare_parameters(node, PARAMETERS))
+
+    @classmethod
+    def from_values(cls, values: Mapping) -> Config:
+        """Validate parameter ``values`` (ValueError naming the first bad one)."""
+        for name in ('reply_timeout_s', 'liveness_timeout_s'):
+            value = float(values[name])
+            if not (math.isfinite(value) and value > 0.0):
+                raise ValueError(f'parameter {name} = {value} must be > 0 s')
+        if not 0 <= int(values['port']) <= 65535:
+            raise ValueError(f'parameter port = {values["port"]} must be in 0..65535')
+        if int(values['max_clients']) < 1:
+            raise ValueError(f'parameter max_clients = {values["max_clients"]} must be >= 1')
+        play_list = Path(values['play_list']) if values['play_list'] else default_play_list()
+        if values['play_list'] and not play_list.is_file():
+            raise ValueError(f'parameter play_list: no such file: {play_list}')
+        return cls(
+            address=str(values['address']),
+            port=int(values['port']),
+            max_clients=int(values['max_clients']),
+            reply_timeout_s=float(values['reply_timeout_s']),
+            play_list=play_list,
+            liveness_timeout_s=float(values['liveness_timeout_s']),
+        )
