@@ -71,11 +71,11 @@ def parse_arguments() -> argparse.Namespace:
 
 
 def play_scores(
-    folder: Path, ids: list[str], speed: float, composed: bool
+    folder: Path, ids: list[str], speed: float, composed: bool, launcher_args: tuple = ()
 ) -> tuple[dict[str, str], HitLog, ImpactLog]:
-    """Run the graph in ``folder``, play every score and QUIT; each score's final state, the
-    commanded hits and the detected impacts."""
-    graph = RunningGraph(folder, ('--composed',) if composed else ()).start()
+    """Run the graph in ``folder`` (with ``launcher_args``), play every score and QUIT; each
+    score's final state, the commanded hits and the detected impacts."""
+    graph = RunningGraph(folder, (*launcher_args, *(('--composed',) if composed else ()))).start()
     outcomes = {}
     try:
         graph.line('START')

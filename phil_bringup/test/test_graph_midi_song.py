@@ -1,5 +1,5 @@
 """A song imported from MIDI plays through the whole graph against the simulators: the rock
-beat of ``test_import_midi`` converted by ``phil import-midi`` with its play-list entry, then
+beat of ``testing.midi_files`` converted by ``phil import-midi`` with its play-list entry, then
 ``PLAY``ed to its end; the strokes land on the pads the MIDI notes name, at the notes' times
 (the score's times after the count-in bar)."""
 
@@ -9,11 +9,13 @@ import time
 
 import numpy as np
 import pytest
-from test_import_midi import _import, _midi, rock_beat
+from test_import_midi import _import
 
 from phil_bringup.plots import runlog
 from phil_bringup.plots.stats import hit_timing
 from phil_bringup.testing.graph import RunningGraph
+from phil_bringup.testing.midi_files import rock_beat
+from phil_bringup.testing.midi_files import write_drum_midi as _midi
 
 pytest.importorskip('rclpy')
 

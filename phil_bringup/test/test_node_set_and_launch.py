@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from workspace import ROOT
 
-from phil_bringup.core.node_set import NODE_SET, nodes_for
+from phil_bringup.core.node_set import NODE_SET, nodes_for, processes_for, watched_nodes
+from phil_bringup.launch_options import node_overrides, parse_arguments
 
 LAUNCH_FILE = ROOT / 'phil_bringup' / 'launch' / 'robot.launch.py'
 COMMAND_PATH = ('behavior_planner', 'trajectory_generator', 'score_player', 'hardware')
@@ -45,6 +46,8 @@ def test_launch_file_is_valid_python_built_from_the_node_set():
         'log_dir',
         'rt_priority',
         'network',
+        'gen1',
+        'gen1_port',
     } <= arguments
     assert 'sched_prefix' in imported  # every process with its declared scheduling
     # DDS on loopback by the launcher's rules, set before any process starts; SROS2 enclaves.
@@ -233,3 +236,19 @@ def test_sched_prefix_falls_back_to_the_niceness_when_real_time_is_refused(tmp_p
 def test_real_robot_set_excludes_simulator_processes():
     assert all(not spec.sim_only for spec in nodes_for(sim=False))
     assert len(nodes_for(sim=True)) >= len(nodes_for(sim=False))
+
+
+def test_the_gen1_bridge_runs_only_when_asked_and_nobody_watches_it():
+    names = [spec.name for spec in nodes_for(sim=True)]
+    assert 'gen1_bridge' not in names and 'tcp_bridge' in names
+    with_gen1 = [spec.name for spec in nodes_for(sim=True, options=('gen1',))]
+    assert with_gen1 == [*names, 'gen1_bridge']
+    composed = [spec.name for spec in processes_for(True, composed=True, options=('gen1',))]
+    assert composed[-1] == 'gen1_bridge' and 'command_path' in composed
+    assert all('gen1_bridge' not in watched_nodes(spec) for spec in NODE_SET)
+    args = parse_arguments(['--gen1', '--gen1-port', '9998', '--tcp-address', '0.0.0.0'])
+    assert node_overrides(args, set(with_gen1))['gen1_bridge'] == {
+        'port': '9998',
+        'address': '0.0.0.0',
+    }
+    assert not parse_arguments([]).gen1

@@ -20,6 +20,7 @@ from phil_control.core.play import (
     StrikeTarget,
     next_score_in_folder,
 )
+from phil_control.core.play.timeline import check_velocity_delta
 from phil_control.core.play.timing import sample_hermite
 from phil_control.core.score import Hand, load_play_list, load_score
 from phil_description.core import default_robot_model
@@ -446,3 +447,31 @@ def test_score_clock_changes_speed_without_losing_time():
     assert clock.wall_at(5.0) == 104.5 and clock.wall_at(6.0) == 106.5
     clock.change(4.5, 1.0)  # drops the later change
     assert clock.wall_at(6.0) == pytest.approx(104.25 + 1.5)
+
+
+def test_velocity_delta_shifts_every_stroke_of_the_next_score_within_1_to_7(robot, play_list):
+    plain, _ = _start(robot, play_list)
+    louder = PlaySession(robot, play_list)
+    louder.velocity_delta = 2
+    louder.start('rock', now_s=START_S, current_positions_rad=robot.ready_rad)
+    softer = PlaySession(robot, play_list)
+    softer.velocity_delta = -6
+    softer.start('rock', now_s=START_S, current_positions_rad=robot.ready_rad)
+    now = START_S + 60.0
+    for session in (plain, louder, softer):
+        session.poll(now)
+    pairs = [
+        (p.hit.velocity, loud.hit.velocity, soft.hit.velocity)
+        for p, loud, soft in zip(
+            plain.due_hits(now), louder.due_hits(now), softer.due_hits(now), strict=True
+        )
+        if p.hit.hand.value != 'kick'
+    ]
+    assert {velocity for velocity, _, _ in pairs} == {3, 4, 5, 6}
+    assert all(loud == min(7, velocity + 2) and soft == 1 for velocity, loud, soft in pairs)
+
+
+@pytest.mark.parametrize('delta', [7, -7, 1.5, True, '2'])
+def test_a_velocity_delta_beyond_the_intensity_range_is_refused(delta):
+    with pytest.raises(ValueError, match=r'velocity_delta must be an integer in -6\.\.6'):
+        check_velocity_delta(delta)

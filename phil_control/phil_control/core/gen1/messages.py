@@ -3,7 +3,8 @@
 Lines end with ``\\n`` (a ``\\r`` before it is dropped) and are bounded as the Gen-2 port's
 (`LineFramer`). A line that starts with ``{`` opens a JSON block, which takes the following lines
 until its braces balance (braces inside JSON strings do not count), as the Gen-1 controller
-accumulated them; a block is bounded to ``MAX_BLOCK_BYTES``. A block carries
+accumulated them; a block is bounded to ``MAX_BLOCK_BYTES`` (a longer one is one error, and
+its lines are skipped up to its closing brace). A block carries
 ``{"commands": ["r", "look:0,90", ...]}`` or ``{"command": "r"}``; each command is a text
 command as on its own line.
 """
@@ -83,6 +84,7 @@ class Gen1Splitter:
         self._block: list[str] = []
         self._block_bytes = 0
         self._scan = (0, False, False)  # brace depth, inside a string, after a backslash
+        self._overflowed = False  # the block passed the bound: skipped to its closing brace
 
     @property
     def pending_bytes(self) -> int:
@@ -102,19 +104,26 @@ class Gen1Splitter:
         return messages
 
     def _line(self, line: str) -> Gen1Message | None:
-        if not self._block:
+        if not self._block and not self._overflowed:
             line = line.strip()
             if not line:
                 return None
             if not line.startswith('{'):
                 return Gen1Message(line, (line,))
+        self._scan = _brace_balance(line, *self._scan)
+        ended = self._scan[0] <= 0
+        if self._overflowed:
+            if ended:
+                self._reset()
+            return None
         self._block.append(line)
         self._block_bytes += len(line.encode()) + 1
         if self._block_bytes > MAX_BLOCK_BYTES:
+            scan = self._scan
             self._reset()
+            self._overflowed, self._scan = not ended, scan
             return Gen1Message('', error=f'JSON block longer than {MAX_BLOCK_BYTES} bytes')
-        self._scan = _brace_balance(line, *self._scan)
-        if self._scan[0] > 0:
+        if not ended:
             return None
         text = '\n'.join(self._block)
         self._reset()
@@ -122,3 +131,4 @@ class Gen1Splitter:
 
     def _reset(self) -> None:
         self._block, self._block_bytes, self._scan = [], 0, (0, False, False)
+        self._overflowed = False
