@@ -9,8 +9,9 @@ export PHIL_ROS := $(ROS)
 setup:
 	@tools/setup.sh
 
+# Launcher options in ARGS, e.g. make run ARGS='--gen1 --log-dir /tmp/run'
 run: setup
-	@tools/run.sh
+	@tools/run.sh $(ARGS)
 
 demo: setup
 	@tools/run.sh --demo rock

@@ -354,7 +354,8 @@ def _run(launcher: Launcher, args: argparse.Namespace) -> int:
         launcher.start()
         print(
             f'[phil] ready: `phil status`, `phil send "START"` or connect to TCP '
-            f'{args.tcp_port}; Ctrl-C stops everything',
+            f'{args.tcp_port}{f" (Gen-1 brain: {args.gen1_port})" if args.gen1 else ""}; '
+            'Ctrl-C stops everything',
             flush=True,
         )
         if args.demo:
