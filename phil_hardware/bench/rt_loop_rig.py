@@ -5,6 +5,7 @@ step's first frame went out on the bus."""
 from __future__ import annotations
 
 import math
+import select
 import subprocess
 import sys
 import threading
@@ -17,16 +18,18 @@ from phil_description.core import CanBusParams
 from phil_description.core.trajectory import Chunk
 from phil_hardware.core.codecs import epos4
 from phil_hardware.core.transport import open_can_bus
+from phil_hardware.core.transport.can_bus import CanTransport
 
 PROBE_STEP_RAD = math.radians(0.5)
 SWAY_RAD = math.radians(2.0)  # every other joint's motion around its held target
 
 
 class Sniffer:
-    """Watches can3 for the right wrist's target RPDO; records kernel receive times."""
+    """Watches can3 for the right wrist's target RPDO; records when each arrived (wall
+    clock, taken as the frame is read: the sniffer waits in ``select``)."""
 
     def __init__(self, params: CanBusParams, node_id: int) -> None:
-        self.bus = open_can_bus(params)
+        self.bus = CanTransport('sniffer', open_can_bus(params))
         self.cob = epos4.RPDO_TARGET_POSITION_BASE + node_id
         self.frames: list[tuple[float, int]] = []  # (wall-clock receive time, counts)
         self._stop = threading.Event()
@@ -34,11 +37,18 @@ class Sniffer:
         self._thread.start()
 
     def _run(self) -> None:
+        received: list = []
+        descriptor = self.bus.fileno()
         while not self._stop.is_set():
-            message = self.bus.recv(0.05)
-            if message is not None and message.arbitration_id == self.cob:
-                counts = int.from_bytes(message.data[:4], 'little', signed=True)
-                self.frames.append((message.timestamp, counts))
+            if not select.select([descriptor], [], [], 0.05)[0]:
+                continue
+            received.clear()
+            self.bus.drain(received, 256)
+            now = time.time()
+            for frame in received:
+                if frame.arbitration_id == self.cob:
+                    counts = int.from_bytes(frame.data[:4], 'little', signed=True)
+                    self.frames.append((now, counts))
 
     def first_change_after(self, wall_time_s: float, old_counts: int) -> float | None:
         for stamp, counts in list(self.frames):
@@ -49,7 +59,7 @@ class Sniffer:
     def close(self) -> None:
         self._stop.set()
         self._thread.join(1.0)
-        self.bus.shutdown()
+        self.bus.close()
 
 
 def start_simulator(base: int, link: Path) -> subprocess.Popen:

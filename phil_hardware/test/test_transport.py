@@ -29,7 +29,7 @@ from phil_hardware.core.transport import (
     open_serial_port,
     serial_port,
 )
-from phil_hardware.core.transport.udp_fast_path import UdpFastPath
+from phil_hardware.core.transport.udp_fast_path import MAX_FRAMES_PER_DATAGRAM, UdpFastPath
 
 SO_DETACH_FILTER = 27  # <asm-generic/socket.h>
 
@@ -194,6 +194,59 @@ def test_udp_multicast_frames_carry_their_send_time():
     finally:
         for bus in (a, b):
             bus.close()
+
+
+def test_held_frames_leave_as_one_datagram_each_with_its_send_time_and_order():
+    group = unique_group()
+    a = CanTransport('can0', open_can_bus(CanBusParams('can0', 'udp_multicast', group, 10**6)))
+    b = CanTransport('can0', open_can_bus(CanBusParams('can0', 'udp_multicast', group, 10**6)))
+    listener = can.Bus(interface='udp_multicast', channel=group, receive_own_messages=False)
+    frames = [
+        CanFrame(0x200 + index, bytes([index] * 8)) for index in range(MAX_FRAMES_PER_DATAGRAM + 5)
+    ]
+    try:
+        a.hold()
+        stamps = []
+        for frame in frames:
+            stamps.append(time.monotonic())
+            assert a.send(frame)
+        # The first full datagram left when it filled up; the rest waits for the release.
+        received: list[CanFrame] = []
+        sent_at: list[float] = []
+        deadline = time.monotonic() + 2.0
+        while len(received) < MAX_FRAMES_PER_DATAGRAM and time.monotonic() < deadline:
+            b.drain(received, 1000, sent_at)
+        assert received == frames[:MAX_FRAMES_PER_DATAGRAM]
+        assert a.release() and a.release()  # a second release has nothing to send
+        while len(received) < len(frames) and time.monotonic() < deadline:
+            b.drain(received, 1000, sent_at)
+        assert received == frames and a.frames_sent == b.frames_received == len(frames)
+        assert all(sent <= stamp + 1e-3 for sent, stamp in zip(sent_at, stamps[1:], strict=False))
+        assert sent_at == sorted(sent_at)
+        # A single frame, held or not, is what python-can's own bus reads.
+        listener = can.Bus(interface='udp_multicast', channel=group, receive_own_messages=False)
+        a.hold()
+        assert a.send(CanFrame(0x181, b'\x01')) and a.release()
+        message = listener.recv(2.0)
+        while message is not None and message.arbitration_id != 0x181:
+            message = listener.recv(2.0)
+        assert message is not None and bytes(message.data) == b'\x01'
+    finally:
+        if listener is not None:
+            listener.shutdown()
+        for bus in (a, b):
+            bus.close()
+
+
+def test_a_release_that_the_socket_refuses_is_counted():
+    group = unique_group()
+    a = CanTransport('can0', open_can_bus(CanBusParams('can0', 'udp_multicast', group, 10**6)))
+    a.hold()
+    assert a.send(CanFrame(0x80, b''))
+    a._fast._send_sock.close()
+    assert not a.release()
+    assert a.send_errors == 1 and 'send:' in a.last_error
+    a.close()
 
 
 def test_frames_without_a_send_time_report_nan():

@@ -174,10 +174,14 @@ class BusController(LifecycleSequences):
 
     def send(self, bus: str, frame: CanFrame) -> bool:
         """Send on a CAN bus; consecutive failures latch BUS_ERROR."""
-        transport = self.transports.can[bus]
-        if transport.send(frame):
+        return self._sent(bus, self.transports.can[bus].send(frame))
+
+    def _sent(self, bus: str, ok: bool) -> bool:
+        """Count a send on ``bus`` (``ok``: it went out); ``ok``."""
+        if ok:
             self._send_failures[bus] = 0
             return True
+        transport = self.transports.can[bus]
         failures = self._send_failures.get(bus, 0) + 1
         self._send_failures[bus] = failures
         if failures == self.config.cycle.send_error_limit:
@@ -198,17 +202,26 @@ class BusController(LifecycleSequences):
         return self._tick_index
 
     def tick(self, now: float) -> None:
-        """One control cycle at send time ``now`` (robot monotonic seconds)."""
+        """One control cycle at send time ``now`` (robot monotonic seconds). A tick's frames
+        leave each simulated bus as one datagram (`CanTransport.hold`); nothing in a tick waits
+        for an answer."""
         self.counters.ticks += 1
         self._tick_index += 1
-        self.poll(now)
-        if self.lifecycle == Lifecycle.ACTIVE:
-            self._cycle(now)
-        elif (
-            self.lifecycle == Lifecycle.INACTIVE
-            and self._tick_index % self.config.cycle.inactive_poll_ticks == 0
-        ):
-            self.poll_feedback()
+        buses = self.transports.can
+        for transport in buses.values():
+            transport.hold()
+        try:
+            self.poll(now)
+            if self.lifecycle == Lifecycle.ACTIVE:
+                self._cycle(now)
+            elif (
+                self.lifecycle == Lifecycle.INACTIVE
+                and self._tick_index % self.config.cycle.inactive_poll_ticks == 0
+            ):
+                self.poll_feedback()
+        finally:
+            for bus, transport in buses.items():
+                self._sent(bus, transport.release())
 
     def poll_feedback(self) -> None:
         """SYNC on Maxon buses and a Dynamixel read, so the state stays readable."""

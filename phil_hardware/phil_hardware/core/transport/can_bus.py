@@ -226,6 +226,22 @@ class CanTransport:
         self.bits_sent += FRAME_BITS[frame.is_extended_id][min(len(frame.data), 8)]
         return True
 
+    def hold(self) -> None:
+        """Gather the frames sent from now on until :meth:`release` into one datagram (the
+        simulated bus); a real bus sends each frame at once."""
+        if self._fast is not None:
+            self._fast.hold()
+
+    def release(self) -> bool:
+        """Send what :meth:`hold` gathered. Returns False (counted in :attr:`send_errors`)
+        when the bus refused it."""
+        error = self._fast.release() if self._fast is not None else None
+        if error is None:
+            return True
+        self.send_errors += 1
+        self.last_error = f'send: {error}'
+        return False
+
     def drain(
         self,
         out: list[CanFrame],

@@ -10,7 +10,15 @@ the same msgpack wire format:
   Python around it, and a tick sent 6-13 frames;
 * a non-blocking ``recv`` drains the bus socket; own frames that still arrive (no filter on
   this platform, or a frame sent through python-can itself) are dropped by a byte search for
-  the sender tag before unpacking.
+  the sender tag before unpacking;
+* between :meth:`UdpFastPath.hold` and :meth:`~UdpFastPath.release` the frames sent go out
+  as one datagram (a msgpack array of the frames, each as python-can packs one): the bus loop
+  holds each tick's frames. A datagram to the simulator's socket costs ~10 us in the kernel on
+  this VM, the Python around it as much again, and a tick sends 6-13 frames: one datagram per
+  bus took the tick work p99 from about 480 to 390 us. A single frame still goes out as
+  python-can packs it, and the simulator answers frame by frame, so any python-can client can
+  drive the simulated devices; python-can's own reader cannot read a tick's datagram (this
+  module's drain reads both).
 """
 
 from __future__ import annotations
@@ -30,6 +38,9 @@ if TYPE_CHECKING:
 
 # A send time later than the receiver's clock by more than this is not one (s).
 _SEND_TIME_SLACK_S = 1.0
+#: Most frames held for one datagram (about 100 bytes each); more are sent in further ones.
+MAX_FRAMES_PER_DATAGRAM = 64
+_RECEIVE_BYTES = 65536
 SO_ATTACH_FILTER = 26  # <asm-generic/socket.h>; Python's socket module does not export it
 # Classic BPF opcodes (<linux/filter.h>). A UDP socket's filter sees the datagram from the UDP
 # header on: offset 0 is the source port.
@@ -92,6 +103,8 @@ class UdpFastPath:
         self._tag = tag
         self._tag_bytes = tag.encode()
         self._send_sock = sock
+        self._held: list[dict] | None = None  # frames of the datagram being gathered
+        self._buffer = bytearray(_RECEIVE_BYTES)
         self.kernel_filter = False
         if filter_own_frames:
             self._open_send_socket()
@@ -135,27 +148,49 @@ class UdpFastPath:
             with contextlib.suppress(OSError):
                 self._send_sock.close()
 
+    def hold(self) -> None:
+        """Gather the frames sent from now on into one datagram (see :meth:`release`)."""
+        if self._held is None:
+            self._held = []
+
+    def release(self) -> str | None:
+        """Send the frames gathered since :meth:`hold` as one datagram and stop gathering;
+        returns why it failed, or None."""
+        held, self._held = self._held, None
+        if not held:
+            return None
+        return self._send_datagram(held[0] if len(held) == 1 else held)
+
     def send(self, frame: CanFrame) -> str | None:
-        """Send ``frame`` without waiting; returns why it failed, or None."""
+        """Send ``frame`` without waiting (or gather it while held); returns why it failed,
+        or None."""
         data = frame.data
-        packed = self._packb(
-            {
-                # python-can's receiver replaces it with its receive time; this path's receiver
-                # reads it as the send time (one host, one CLOCK_MONOTONIC).
-                'timestamp': time.monotonic(),
-                'arbitration_id': frame.arbitration_id,
-                'is_extended_id': frame.is_extended_id,
-                'is_remote_frame': False,
-                'is_error_frame': False,
-                'channel': self._tag,
-                'dlc': len(data),
-                'data': data,
-                'is_fd': False,
-                'bitrate_switch': False,
-                'error_state_indicator': False,
-            },
-            use_bin_type=True,
-        )
+        fields = {
+            # python-can's receiver replaces it with its receive time; this path's receiver
+            # reads it as the send time (one host, one CLOCK_MONOTONIC).
+            'timestamp': time.monotonic(),
+            'arbitration_id': frame.arbitration_id,
+            'is_extended_id': frame.is_extended_id,
+            'is_remote_frame': False,
+            'is_error_frame': False,
+            'channel': self._tag,
+            'dlc': len(data),
+            'data': data,
+            'is_fd': False,
+            'bitrate_switch': False,
+            'error_state_indicator': False,
+        }
+        held = self._held
+        if held is None:
+            return self._send_datagram(fields)
+        held.append(fields)
+        if len(held) < MAX_FRAMES_PER_DATAGRAM:
+            return None
+        self._held = []
+        return self._send_datagram(held)
+
+    def _send_datagram(self, payload: dict | list[dict]) -> str | None:
+        packed = self._packb(payload, use_bin_type=True)
         try:
             self._send_sock.sendto(packed, socket.MSG_DONTWAIT, self._destination)
         except OSError as error:
@@ -174,44 +209,64 @@ class UdpFastPath:
         latest = time.monotonic() + _SEND_TIME_SLACK_S
         sock = self._sock
         tag = self._tag_bytes
+        buffer = self._buffer
+        view = memoryview(buffer)
         for _ in range(2 * limit):
             try:
-                datagram = sock.recv(4096, socket.MSG_DONTWAIT)
+                size = sock.recv_into(buffer, _RECEIVE_BYTES, socket.MSG_DONTWAIT)
             except BlockingIOError:
                 break
             except OSError as error:
                 owner.receive_errors += 1
                 owner.last_error = f'receive: {error}'
                 break
-            if tag in datagram:
+            if buffer.find(tag, 0, size) >= 0:
                 owner.echoes += 1
                 continue
             try:
-                fields = self._unpackb(datagram, raw=False)
-                arbitration_id = fields['arbitration_id']
-                extended = bool(fields['is_extended_id'])
-                data = bytes(fields['data'])
-                if (
-                    fields.get('is_remote_frame')
-                    or fields.get('is_error_frame')
-                    or fields.get('is_fd')
-                    or len(data) > 8
-                ):
-                    owner.ignored += 1
-                    continue
+                payload = self._unpackb(view[:size], raw=False)
             except Exception as error:  # any garbage datagram: count it, keep draining
                 owner.receive_errors += 1
                 owner.last_error = f'receive: undecodable datagram ({error})'
                 continue
-            out.append(CanFrame(arbitration_id, data, extended))
-            if sent_at is not None:
-                stamp = fields.get('timestamp')
-                # Other senders stamp wall-clock time (or nothing): not a send time here.
-                valid = isinstance(stamp, float) and 0.0 < stamp <= latest
-                sent_at.append(stamp if valid else math.nan)
-            owner.frames_received += 1
-            owner.bits_received += FRAME_BITS[extended][len(data)]
-            received += 1
+            # A datagram is one frame, or the frames a sender held (all of them are taken).
+            for fields in payload if isinstance(payload, list) else (payload,):
+                received += self._take(owner, fields, out, sent_at, latest)
             if received >= limit:
                 break
         return received
+
+    @staticmethod
+    def _take(
+        owner: CanTransport,
+        fields: object,
+        out: list[CanFrame],
+        sent_at: list[float] | None,
+        latest: float,
+    ) -> int:
+        """Append the frame of one packed message; 1, or 0 when it is none (counted)."""
+        try:
+            arbitration_id = fields['arbitration_id']
+            extended = bool(fields['is_extended_id'])
+            data = bytes(fields['data'])
+        except Exception as error:  # not a frame: count it, keep draining
+            owner.receive_errors += 1
+            owner.last_error = f'receive: undecodable frame ({error})'
+            return 0
+        if (
+            fields.get('is_remote_frame')
+            or fields.get('is_error_frame')
+            or fields.get('is_fd')
+            or len(data) > 8
+        ):
+            owner.ignored += 1
+            return 0
+        out.append(CanFrame(arbitration_id, data, extended))
+        if sent_at is not None:
+            stamp = fields.get('timestamp')
+            # Other senders stamp wall-clock time (or nothing): not a send time here.
+            valid = isinstance(stamp, float) and 0.0 < stamp <= latest
+            sent_at.append(stamp if valid else math.nan)
+        owner.frames_received += 1
+        owner.bits_received += FRAME_BITS[extended][len(data)]
+        return 1
