@@ -15,6 +15,8 @@ setup(
         (f'share/{PACKAGE}', ['package.xml']),
         (f'share/{PACKAGE}/config', glob('config/*.yaml') + glob('config/*.xml')),
         (f'share/{PACKAGE}/launch', glob('launch/*.py')),
+        # The control tower's page, built by make setup (npm) before colcon runs.
+        (f'share/{PACKAGE}/web', glob('web/dist/*')),
     ],
     install_requires=['setuptools'],
     extras_require={'test': ['pytest']},
@@ -29,6 +31,7 @@ setup(
             'phil = phil_bringup.cli.main:main',
             'description_publisher = phil_bringup.description_publisher.node:main',
             'command_path = phil_bringup.command_path_node:main',
+            'control_tower = phil_bringup.control_tower.node:main',
         ],
     },
 )

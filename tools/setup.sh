@@ -40,7 +40,33 @@ if phil_install_requirements "$phil_venv" "$phil_stamps/requirements" "${require
   rm -f "$phil_stamps/build"
 fi
 
-# 3. colcon build, whenever a package file changed since the last successful build.
+# 3. The control tower's page (phil_bringup/web): three.js and urdf-loader from the npm registry,
+#    bundled into web/dist, which the node serves (no CDN at run time); whenever its sources change.
+web=phil_bringup/web
+if [ ! -f "$phil_stamps/page" ] || [ ! -f "$web/dist/index.html" ] ||
+   [ -n "$(find "$web/package.json" "$web/package-lock.json" "$web/src" "$web/index.html" \
+            "$web/style.css" -newer "$phil_stamps/page" -print -quit)" ]; then
+  command -v npm >/dev/null || { echo '[setup] npm is needed to build the control tower page' >&2; exit 1; }
+  say "building the control tower page (npm ci, esbuild)"
+  (cd "$web" && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build)
+  touch "$phil_stamps/page"
+  rm -f "$phil_stamps/build"  # colcon installs the page
+fi
+
+# 4. A browser for the page's tests: Debian's chromium and its driver.
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    say "installing chromium and chromium-driver (apt) for the control tower's browser test"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+      chromium chromium-driver >/dev/null ||
+      { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+          --no-install-recommends chromium chromium-driver >/dev/null; }
+  else
+    say "no chromium: the control tower's browser test will be skipped (install chromium and chromium-driver)"
+  fi
+fi
+
+# 5. colcon build, whenever a package file changed since the last successful build.
 sources=(phil_msgs phil_description phil_ros phil_control phil_hardware phil_bringup colcon.meta)
 if [ ! -f "$phil_stamps/build" ] || [ ! -d "$phil_install" ] ||
    [ -n "$(find "${sources[@]}" -newer "$phil_stamps/build" -not -path '*/__pycache__*' \

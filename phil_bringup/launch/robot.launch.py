@@ -2,7 +2,7 @@
 
     ros2 launch phil_bringup robot.launch.py [sim:=true] [rviz:=true] [tcp_port:=1951]
         [tcp_address:=127.0.0.1] [log_dir:=/path] [rt_priority:=40] [network:=false]
-        [composed:=false] [gen1:=false] [gen1_port:=9999]
+        [composed:=false] [gen1:=false] [gen1_port:=9999] [tower_port:=8080]
 
 The node set comes from phil_bringup.core.node_set, the same declaration the launcher uses
 on machines without ROS launch (composed:=true runs the command path's nodes in one process,
@@ -43,6 +43,7 @@ ARGUMENTS = {
     'rviz': ('false', 'Start rviz2 with the robot and drum-kit display.'),
     'tcp_address': ('127.0.0.1', 'Address the brain TCP server binds to.'),
     'tcp_port': ('1951', 'Port of the brain TCP server.'),
+    'tower_port': ('8080', 'HTTP port of the control tower page (on tcp_address).'),
     'gen1': ('false', "Also serve the Gen-1 brain's protocol (gen1_bridge, on tcp_address)."),
     'gen1_port': ('9999', "Port of the Gen-1 brain's protocol."),
     'log_dir': ('', 'Run folder for CSV logs (empty: no logs).'),
@@ -87,7 +88,7 @@ def launch_setup(context):
             actions.append(composed_node(spec, sim, log_dir, bringup_share, context))
             continue
         if not spec.ros_node:
-            command = [spec.executable, *spec.arguments, '--ros']  # /phil/sim/impacts
+            command = [spec.executable, *spec.arguments]
             if log_dir:
                 command += ['--impacts-jsonl', f'{log_dir}/impacts.jsonl']
             actions.append(
@@ -124,8 +125,8 @@ def node_overrides(spec, sim, log_dir, context):
         overrides['watched_nodes'] = watched_nodes(spec)
     if log_dir:
         overrides['log_dir'] = log_dir
-    if spec.name in ('tcp_bridge', 'gen1_bridge'):
-        port = 'tcp_port' if spec.name == 'tcp_bridge' else 'gen1_port'
+    if spec.name in ('tcp_bridge', 'gen1_bridge', 'control_tower'):
+        port = {'tcp_bridge': 'tcp_port', 'gen1_bridge': 'gen1_port'}.get(spec.name, 'tower_port')
         overrides['address'] = LaunchConfiguration('tcp_address').perform(context)
         overrides['port'] = int(LaunchConfiguration(port).perform(context))
     if spec.name == 'hardware':

@@ -51,6 +51,12 @@ def _add_robot_and_connection_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--tcp-port', type=int, default=1951, help='TCP port for the brain')
     parser.add_argument('--tcp-address', default='127.0.0.1', help='TCP address to bind')
     parser.add_argument(
+        '--tower-port',
+        type=int,
+        default=8080,
+        help='HTTP port of the control tower page (on --tcp-address; 0: any free port)',
+    )
+    parser.add_argument(
         '--gen1',
         action='store_true',
         help="also serve the Gen-1 brain's protocol (gen1_bridge, on --tcp-address)",
@@ -138,6 +144,7 @@ def node_overrides(args: argparse.Namespace, ros_nodes: set[str]) -> dict[str, d
     overrides = {
         'tcp_bridge': {'port': str(args.tcp_port), 'address': args.tcp_address},
         'gen1_bridge': {'port': str(args.gen1_port), 'address': args.tcp_address},
+        'control_tower': {'port': str(args.tower_port), 'address': args.tcp_address},
         'hardware': {},
         'device_simulator': {},
     }
@@ -152,7 +159,8 @@ def node_overrides(args: argparse.Namespace, ros_nodes: set[str]) -> dict[str, d
     if args.sim_capture is not None:
         overrides['device_simulator']['capture'] = str(args.sim_capture.resolve())
     if args.play_list is not None:
-        overrides['score_player'] = {'play_list': str(args.play_list.resolve())}
+        for node in ('score_player', 'control_tower', 'gen1_bridge'):  # one list for all
+            overrides.setdefault(node, {})['play_list'] = str(args.play_list.resolve())
     for node, name, value in args.param:
         if node not in ros_nodes:
             raise ValueError(

@@ -355,7 +355,12 @@ def _run(launcher: Launcher, args: argparse.Namespace) -> int:
         print(
             f'[phil] ready: `phil status`, `phil send "START"` or connect to TCP '
             f'{args.tcp_port}{f" (Gen-1 brain: {args.gen1_port})" if args.gen1 else ""}; '
-            'Ctrl-C stops everything',
+            + (
+                f'the control tower: http://{args.tcp_address}:{args.tower_port}/ ; '
+                if args.tower_port
+                else 'the control tower: on the port its log names; '
+            )
+            + 'Ctrl-C stops everything',
             flush=True,
         )
         if args.demo:

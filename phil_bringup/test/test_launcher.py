@@ -72,7 +72,7 @@ def test_nothing_outlives_a_killed_launcher(tmp_path):
     graph = RunningGraph(tmp_path).start()
     try:
         pids = graph.started_pids()
-        assert len(pids) == 7, graph.text()
+        assert len(pids) == len(nodes_for(sim=True)), graph.text()
         graph.process.kill()  # no chance to clean up: the children must go by themselves
         graph.process.wait()
         deadline = time.monotonic() + 30.0

@@ -48,6 +48,7 @@ def test_launch_file_is_valid_python_built_from_the_node_set():
         'network',
         'gen1',
         'gen1_port',
+        'tower_port',
     } <= arguments
     assert 'sched_prefix' in imported  # every process with its declared scheduling
     # DDS on loopback by the launcher's rules, set before any process starts; SROS2 enclaves.

@@ -104,6 +104,9 @@ NODE_SET: tuple[NodeSpec, ...] = (
         'device_simulator',
         sim_only=True,
         ros_node=False,
+        # /phil/sim/impacts (the control tower's detected strokes) from a process of its own;
+        # the true joint states at 10 Hz only: nothing in the graph needs more.
+        arguments=('--ros', '--joint-state-hz', '10'),
         niceness=-10,
         rt_priority=SIMULATOR_RT_PRIORITY,
     ),
@@ -168,6 +171,13 @@ NODE_SET: tuple[NodeSpec, ...] = (
         niceness=COMMAND_PATH_NICENESS,
         rt_priority=ESTOP_PATH_RT_PRIORITY,
         process=COMMAND_PATH_PROCESS,
+    ),
+    # The page of the running robot: off the command path, a client of the planner.
+    NodeSpec(
+        'phil_bringup',
+        'control_tower',
+        'control_tower',
+        parameter_file='control_tower.yaml',
     ),
     # The Gen-1 brain's port (9999): a client of the planner as the brain is of the TCP bridge.
     NodeSpec(

@@ -138,6 +138,9 @@ class RunningGraph:
                 self.channel_base,
                 '--sim-dxl-port',
                 self.dxl_port,
+                # The page on any free port (a test passes its own): never a clash with a
+                # graph running beside the tests.
+                *(() if '--tower-port' in self.launcher_args else ('--tower-port', '0')),
                 *self.launcher_args,
             ],
             env=self.env,

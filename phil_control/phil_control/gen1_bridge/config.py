@@ -3,16 +3,14 @@ frozen ``Config``."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-
-from rclpy.node import Node
+from typing import ClassVar
 
 from phil_control.score_player.config import default_play_list
 from phil_description.core.liveness import DEFAULT_LIVENESS_TIMEOUT_S
-from phil_ros.parameters import declare_parameters
+from phil_ros.parameters import DeclaredConfig, require_port, require_positive_s
 
 #: The node's parameters: name -> (default, description).
 PARAMETERS = {
@@ -34,8 +32,10 @@ PARAMETERS = {
 
 
 @dataclass(frozen=True)
-class Config:
+class Config(DeclaredConfig):
     """The parameters (names, defaults and meaning: ``PARAMETERS``)."""
+
+    PARAMETERS: ClassVar = PARAMETERS
 
     address: str
     port: int
@@ -45,20 +45,10 @@ class Config:
     liveness_timeout_s: float
 
     @classmethod
-    def from_parameters(cls, node: Node) -> Config:
-        """Declare every parameter on ``node`` (read-only) and validate them (ValueError
-        naming the first bad one)."""
-        return cls.from_values(declare_parameters(node, PARAMETERS))
-
-    @classmethod
     def from_values(cls, values: Mapping) -> Config:
         """Validate parameter ``values`` (ValueError naming the first bad one)."""
-        for name in ('reply_timeout_s', 'liveness_timeout_s'):
-            value = float(values[name])
-            if not (math.isfinite(value) and value > 0.0):
-                raise ValueError(f'parameter {name} = {value} must be > 0 s')
-        if not 0 <= int(values['port']) <= 65535:
-            raise ValueError(f'parameter port = {values["port"]} must be in 0..65535')
+        require_positive_s(values, 'reply_timeout_s', 'liveness_timeout_s')
+        port = require_port(values)
         if int(values['max_clients']) < 1:
             raise ValueError(f'parameter max_clients = {values["max_clients"]} must be >= 1')
         play_list = Path(values['play_list']) if values['play_list'] else default_play_list()
@@ -66,7 +56,7 @@ class Config:
             raise ValueError(f'parameter play_list: no such file: {play_list}')
         return cls(
             address=str(values['address']),
-            port=int(values['port']),
+            port=port,
             max_clients=int(values['max_clients']),
             reply_timeout_s=float(values['reply_timeout_s']),
             play_list=play_list,

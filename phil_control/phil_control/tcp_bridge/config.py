@@ -3,16 +3,14 @@ frozen ``Config`` (the TCP server's own limits are checked by ``TcpServerConfig`
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-
-from rclpy.node import Node
+from typing import ClassVar
 
 from phil_control.tcp.config import TcpServerConfig
 from phil_description.core.liveness import DEFAULT_LIVENESS_TIMEOUT_S
-from phil_ros.parameters import declare_parameters
+from phil_ros.parameters import DeclaredConfig, require_positive_s
 
 #: The node's parameters: name -> (default, description).
 PARAMETERS = {
@@ -34,8 +32,10 @@ PARAMETERS = {
 
 
 @dataclass(frozen=True)
-class Config:
+class Config(DeclaredConfig):
     """The parameters (names, defaults and meaning: ``PARAMETERS``)."""
+
+    PARAMETERS: ClassVar = PARAMETERS
 
     server: TcpServerConfig
     reply_timeout_s: float
@@ -43,18 +43,9 @@ class Config:
     liveness_timeout_s: float
 
     @classmethod
-    def from_parameters(cls, node: Node) -> Config:
-        """Declare every parameter on ``node`` (read-only: they are read once, here) and
-        validate them (ValueError naming the first bad one)."""
-        return cls.from_values(declare_parameters(node, PARAMETERS))
-
-    @classmethod
     def from_values(cls, values: Mapping) -> Config:
         """Validate parameter ``values`` (ValueError naming the first bad one)."""
-        for name in ('reply_timeout_s', 'liveness_timeout_s'):
-            value = float(values[name])
-            if not (math.isfinite(value) and value > 0.0):
-                raise ValueError(f'parameter {name} = {value} must be > 0 s')
+        require_positive_s(values, 'reply_timeout_s', 'liveness_timeout_s')
         server = TcpServerConfig(
             host=str(values['address']),
             port=int(values['port']),

@@ -112,6 +112,9 @@ class RosBridge:
         if self._process.is_alive():
             self._process.terminate()
             self._process.join(1.0)
+        # The child may have left first (a graph shutdown reaches it directly): what is still
+        # queued has no reader, and waiting to flush it would keep this process from exiting.
+        self._queue.cancel_join_thread()
 
 
 def _child_main(items: Any, joint_names: list[str], parent_pid: int) -> None:
