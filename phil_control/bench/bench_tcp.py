@@ -33,7 +33,7 @@ import threading
 import time
 
 from phil_control.core.behavior import BehaviorConfig, StateMachine
-from phil_control.core.protocol import ProtocolVocabulary, parse_line
+from phil_control.core.protocol import LOOK_JOINTS, ProtocolVocabulary, parse_line
 from phil_control.tcp import HandlerReply, MachineCommandHandler, TcpServer, TcpServerConfig
 from phil_description.core import default_robot_model
 
@@ -251,7 +251,7 @@ def main() -> None:
     args = parser.parse_args()
 
     model = default_robot_model()
-    vocabulary = ProtocolVocabulary.from_robot_model(model, look_joints=('head_yaw', 'head_pitch'))
+    vocabulary = ProtocolVocabulary.from_robot_model(model, look_joints=LOOK_JOINTS)
     bench_parse(vocabulary, args.lines)
 
     machine = StateMachine(BehaviorConfig(pose_names=tuple(model.poses)))

@@ -19,10 +19,11 @@ from sensor_msgs.msg import JointState
 from phil_bringup.control_tower.config import Config, page_directory
 from phil_bringup.control_tower.server import TowerServer
 from phil_bringup.control_tower.tower_state import TowerState
-from phil_control.core.protocol import ProtocolVocabulary, parse_line
+from phil_control.core.protocol import LOOK_JOINTS, ProtocolVocabulary, parse_line
 from phil_control.core.protocol import commands as cmd
 from phil_control.core.protocol.parser import ParseError
 from phil_control.core.score import PlayListError, load_play_list
+from phil_control.tcp.handler import HandlerReply, reply_line
 from phil_control.tcp_bridge.planner_handler import PlannerHandler
 from phil_description.core import default_robot_model
 from phil_description.core.graph_key import GraphKey
@@ -44,9 +45,7 @@ class ControlTower(Node):
         self._handler = PlannerHandler(
             self, config.reply_timeout_s, config.liveness_timeout_s, GraphKey.from_environment()
         )
-        self._vocabulary = ProtocolVocabulary.from_robot_model(
-            model, look_joints=('head_yaw', 'head_pitch')
-        )
+        self._vocabulary = ProtocolVocabulary.from_robot_model(model, look_joints=LOOK_JOINTS)
         self.state = TowerState(model.joint_names)
         self._subscribe()
         try:
@@ -65,11 +64,12 @@ class ControlTower(Node):
             'instruments': list(self._vocabulary.instrument_names),
             'plots_url': 'plots/',
         }
+        page = page_directory()
         self._server = TowerServer(
             self.state,
             hello,
             self.handle_line,
-            page_directory(),
+            page,
             config.plots_dir,
             config.address,
             config.port,
@@ -84,8 +84,8 @@ class ControlTower(Node):
                 'robot runs on without it (set the control_tower port parameter)'
             )
             return
-        if not (page_directory() / 'index.html').is_file():
-            self.get_logger().error(f'the page is not built ({page_directory()}): run make setup')
+        if not (page / 'index.html').is_file():
+            self.get_logger().error(f'the page is not built ({page}): run make setup')
         self.get_logger().info(f'control tower on http://{host}:{port}/')
 
     def _subscribe(self) -> None:
@@ -162,16 +162,14 @@ class ControlTower(Node):
         server: it may wait for the planner); the acknowledged-mode reply."""
         command = parse_line(line, self._vocabulary)
         if isinstance(command, ParseError):
-            return f'ERR|{command.opcode or "-"}|{command.reason}'
-        opcode = command.opcode.value
+            return reply_line(command.opcode, HandlerReply(False, command.reason))
         if isinstance(command, cmd.GetStatus):
             return self._handler.status_line()
         if isinstance(command, cmd.Protocol):
-            return f'ERR|{opcode}|the page always has replies'
-        reply = self._handler.handle(command, 0)
-        if reply.accepted:
-            return f'OK|{opcode}' + (f'|{reply.reason}' if reply.reason else '')
-        return f'ERR|{opcode}|{reply.reason or "rejected"}'
+            reply = HandlerReply(False, 'the page always has replies')
+        else:
+            reply = self._handler.handle(command, 0)
+        return reply_line(command.opcode.value, reply)
 
     def _estop_now(self) -> None:
         """The page's ESTOP: the bus loop latches from the ESTOP word before anything else."""

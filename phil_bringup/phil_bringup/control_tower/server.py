@@ -82,10 +82,6 @@ class TowerServer:
             self._thread.join(timeout_s)
         self._workers.shutdown(wait=False, cancel_futures=True)
 
-    @property
-    def client_count(self) -> int:
-        return len(self._clients)
-
     def _run(self) -> None:
         try:
             asyncio.run(self._main())

@@ -95,8 +95,8 @@ class TowerState:
                 'time_s': now_s,
                 'joints': {
                     'names': self.joint_names,
-                    'measured_rad': _finite(self._measured),
-                    'commanded_rad': None if self._commanded is None else _finite(self._commanded),
+                    'measured_rad': _json_safe(self._measured),
+                    'commanded_rad': _json_safe(self._commanded),
                 },
                 'status': self._status,
                 'motors': self._motors,
@@ -112,7 +112,3 @@ def _json_safe(value):
     if isinstance(value, (list, tuple)):
         return [_json_safe(item) for item in value]
     return value
-
-
-def _finite(values: Sequence[float]) -> list[float | None]:
-    return [value if math.isfinite(value) else None for value in values]

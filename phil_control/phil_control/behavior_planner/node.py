@@ -47,6 +47,7 @@ from phil_control.core.behavior.actions import HaltMotion
 from phil_control.core.behavior.state_machine import NEVER_WAIT
 from phil_control.core.behavior.turns import CommandTurns
 from phil_control.core.protocol import (
+    LOOK_JOINTS,
     ProtocolVocabulary,
 )
 from phil_control.core.protocol import commands as cmd
@@ -83,7 +84,7 @@ class BehaviorPlanner(Node):
         self._model = default_robot_model()
         self._names = self._model.joint_names
         self._vocabulary = ProtocolVocabulary.from_robot_model(
-            self._model, look_joints=('head_yaw', 'head_pitch')
+            self._model, look_joints=LOOK_JOINTS
         )
         self._machine = StateMachine(
             BehaviorConfig(pose_names=tuple(self._model.poses)), clock=time.monotonic

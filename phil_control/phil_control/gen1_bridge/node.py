@@ -28,7 +28,7 @@ from phil_control.core.gen1.state_report import (
     SongTempos,
     StateReport,
 )
-from phil_control.core.protocol import ProtocolVocabulary
+from phil_control.core.protocol import LOOK_JOINTS, ProtocolVocabulary
 from phil_control.core.score import PlayListFile
 from phil_control.gen1_bridge.config import Config
 from phil_control.gen1_bridge.server import Gen1Server
@@ -52,9 +52,8 @@ class Gen1Bridge(Node):
             self, config.reply_timeout_s, config.liveness_timeout_s, GraphKey.from_environment()
         )
         model = default_robot_model()
-        self._joint_names = list(model.joint_names)
         self._commands = Gen1Commands(
-            ProtocolVocabulary.from_robot_model(model, look_joints=('head_yaw', 'head_pitch'))
+            ProtocolVocabulary.from_robot_model(model, look_joints=LOOK_JOINTS)
         )
         self._lock = threading.Lock()  # the translator and what the worker threads set
         self._status: RobotStatus | None = None

@@ -84,10 +84,6 @@ class Gen1Server:
             with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
                 loop.call_soon_threadsafe(call)
 
-    @property
-    def client_count(self) -> int:
-        return len(self._writers)
-
     async def _main(self, sock: socket.socket, ready: threading.Event) -> None:
         self._loop = asyncio.get_running_loop()
         self._stopping = asyncio.Event()

@@ -17,7 +17,8 @@ from collections.abc import Callable
 from phil_control.core.protocol.framing import LineTooLong
 from phil_control.tcp.config import TcpServerConfig, TokenBucket, wire_text
 from phil_control.tcp.connection import Connection
-from phil_control.tcp.dispatch import NO_OPCODE, CommandDispatch
+from phil_control.tcp.dispatch import CommandDispatch
+from phil_control.tcp.handler import NO_OPCODE
 
 _logger = logging.getLogger(__name__)
 

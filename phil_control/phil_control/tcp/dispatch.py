@@ -25,11 +25,15 @@ from phil_control.core.protocol.parser import ParseError, parse_line
 from phil_control.core.protocol.vocabulary import ProtocolVocabulary
 from phil_control.tcp.config import TcpServerConfig, wire_text
 from phil_control.tcp.connection import Connection
-from phil_control.tcp.handler import CommandHandler, CommandLogEntry, HandlerReply
+from phil_control.tcp.handler import (
+    NO_OPCODE,
+    CommandHandler,
+    CommandLogEntry,
+    HandlerReply,
+    reply_line,
+)
 
 _logger = logging.getLogger(__name__)
-
-NO_OPCODE = '-'
 
 
 class CommandDispatch:
@@ -83,7 +87,7 @@ class CommandDispatch:
         if isinstance(result, ParseError):
             opcode = wire_text(result.opcode) or NO_OPCODE
             self._log(connection, text, opcode, False, result.reason)
-            self._reply(connection, f'ERR|{opcode}|{wire_text(result.reason)}')
+            self._reply(connection, reply_line(opcode, HandlerReply(False, result.reason)))
             return None
         opcode = result.opcode.value
         if isinstance(result, GetStatus):
@@ -111,11 +115,7 @@ class CommandDispatch:
             connection.handling = None
         opcode = command.opcode.value
         self._log(connection, text, opcode, reply.accepted, reply.reason)
-        if reply.accepted:
-            note = f'|{wire_text(reply.reason)}' if reply.reason else ''
-            self._reply(connection, f'OK|{opcode}{note}')
-        else:
-            self._reply(connection, f'ERR|{opcode}|{wire_text(reply.reason) or "rejected"}')
+        self._reply(connection, reply_line(opcode, reply))
         if isinstance(command, Quit):
             connection.closing = True
             connection.close_reason = 'the client sent QUIT'

@@ -15,6 +15,7 @@ from phil_control.core.behavior.state_machine import StateMachine
 from phil_control.core.behavior.states import Decision, MachineSnapshot, RobotState
 from phil_control.core.protocol.commands import Command
 from phil_control.core.protocol.status import format_status
+from phil_control.tcp.config import wire_text
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,18 @@ class HandlerReply:
 
     accepted: bool
     reason: str = ''
+
+
+#: The opcode field of a reply to a line that had none (or was too long).
+NO_OPCODE = '-'
+
+
+def reply_line(opcode: str, reply: HandlerReply) -> str:
+    """The acknowledged-mode reply: ``OK|<OPCODE>[|note]`` or ``ERR|<OPCODE>|<reason>``."""
+    opcode = opcode or NO_OPCODE
+    if reply.accepted:
+        return f'OK|{opcode}' + (f'|{wire_text(reply.reason)}' if reply.reason else '')
+    return f'ERR|{opcode}|{wire_text(reply.reason) or "rejected"}'
 
 
 class CommandHandler(typing.Protocol):

@@ -26,7 +26,7 @@ import time
 
 from rclpy.node import Node
 
-from phil_control.core.protocol import ProtocolVocabulary
+from phil_control.core.protocol import LOOK_JOINTS, ProtocolVocabulary
 from phil_control.tcp.command_log import CommandCsvLog
 from phil_control.tcp.server import TcpServer
 from phil_control.tcp_bridge.config import Config
@@ -68,7 +68,7 @@ class TcpBridge(Node):
         if config.log_dir is not None:
             self._log = CommandCsvLog(config.log_dir / 'commands.csv')
         vocabulary = ProtocolVocabulary.from_robot_model(
-            default_robot_model(), look_joints=('head_yaw', 'head_pitch')
+            default_robot_model(), look_joints=LOOK_JOINTS
         )
         self._server = TcpServer(
             self._handler,

@@ -46,7 +46,7 @@ from phil_control.core.protocol.framing import (
 )
 from phil_control.core.protocol.parser import ParseError, parse_line, validate_command
 from phil_control.core.protocol.status import StatusReport, format_status, parse_status
-from phil_control.core.protocol.vocabulary import ProtocolVocabulary
+from phil_control.core.protocol.vocabulary import LOOK_JOINTS, ProtocolVocabulary
 
 __all__ = [
     'ACK_PROTOCOL_VERSION',
@@ -73,6 +73,7 @@ __all__ = [
     'PlayCtrlStop',
     'Pose',
     'Protocol',
+    'LOOK_JOINTS',
     'ProtocolVocabulary',
     'Quit',
     'Ready',

@@ -17,6 +17,10 @@ DEFAULT_MAX_DURATION_S = 60.0
 DEFAULT_MAX_ABS_ANGLE_DEG = 360.0
 
 
+#: The joints LOOK|pan|tilt moves (pan, tilt).
+LOOK_JOINTS = ('head_yaw', 'head_pitch')
+
+
 @dataclass(frozen=True)
 class ProtocolVocabulary:
     """What a valid command may name, and the ranges its numbers must lie in.
