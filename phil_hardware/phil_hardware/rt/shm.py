@@ -18,6 +18,7 @@ import contextlib
 import json
 import os
 import secrets
+import struct
 import time
 import zlib
 from collections.abc import Sequence
@@ -165,6 +166,7 @@ class StateExchange:
         self.trace = np.ndarray((layout.trace_capacity,), np.float64, buf, layout.trace_offset)
         self._payload = buf[layout.values_offset : layout.trace_offset]
         self._values_bytes = buf[layout.values_offset : layout.text_offset]
+        self._values_struct = struct.Struct(f'={layout.value_count}d')
         self._text = buf[layout.text_offset : layout.trace_offset]
         self._owner = create
         self._text_len = 0
@@ -188,6 +190,11 @@ class StateExchange:
         self._text[: len(data)] = data
         self._text_len = len(data)
         self.header[_TEXT_LEN] = np.uint64(len(data))
+
+    def write_values(self, values: Sequence[float]) -> None:
+        """Replace the whole number vector, slot order (call between begin/end): one pack
+        of Python numbers costs a fraction of numpy's conversion of the same list."""
+        self._values_struct.pack_into(self._values_bytes, 0, *values)
 
     def end_write(self) -> None:
         """Seal the snapshot: CRC of the payload, then sequence even."""

@@ -10,7 +10,7 @@ import numpy as np
 
 from phil_hardware.core.faults import Fault
 
-from .shm import BUS_FIELDS, LIFECYCLE_CODES, SnapshotLayout, StateExchange
+from .shm import BUS_FIELDS, LIFECYCLE_CODES, SCALAR_FIELDS, SnapshotLayout, StateExchange
 
 
 @dataclass(frozen=True)
@@ -211,7 +211,6 @@ class SnapshotWriter:
         self.controller = controller
         self.can_buses = can_buses
         layout = exchange.layout
-        self._slots = layout.slots
         self._index = {name: s.start for name, s in layout.slots.items()}
         self._text_key: tuple | None = None
         self._text_version = 0
@@ -233,32 +232,17 @@ class SnapshotWriter:
         )
 
     def publish(self, now: float, loop_values: dict[str, float], extra_text: dict) -> None:
-        """Write one snapshot (seqlock begin ... end)."""
+        """Write one snapshot (seqlock begin ... end): the text if it changed, then every
+        number in slot order in one write (joint fields, scalars, bus counters)."""
         ctl = self.controller
         exchange = self.exchange
-        values = exchange.values
-        slots = self._slots
         m = ctl.measured
         targets, velocities, modes = ctl.queue.sample_view()
-        exchange.begin_write()
-        values[slots['position_rad']] = m.position_rad
-        values[slots['velocity_rad_s']] = m.velocity_rad_s
-        values[slots['current_a']] = m.current_a
-        values[slots['torque_mnm']] = m.torque_mnm
-        values[slots['temperature_c']] = m.temperature_c
-        values[slots['target_rad']] = targets
-        values[slots['target_velocity_rad_s']] = velocities
-        values[slots['mode']] = modes
-        values[slots['statusword']] = m.statusword
-        values[slots['error_code']] = m.error_code
-        values[slots['connected']] = [ctl.connected(i, now) for i in range(m.count)]
-        values[slots['present']] = ctl.present
-        values[slots['last_feedback_s']] = m.last_feedback_s
-        values[slots['feedback_count']] = m.feedback_count
-        self.publish_count += 1
         queue = ctl.queue
         counters = ctl.counters
-        index = self._index
+        exchange.begin_write()
+        self._write_status_text(extra_text)
+        self.publish_count += 1
         scalars = {
             'time_s': now,
             'publish_count': self.publish_count,
@@ -278,36 +262,68 @@ class SnapshotWriter:
             'sdo_aborts': counters.sdo_aborts,
             'mode_switches': counters.mode_switches,
             'dxl_missed_replies': sum(b.missed_replies for b in ctl.dxl_banks.values()),
+            'text_version': self._text_version,
             **loop_values,
         }
-        for name, value in scalars.items():
-            values[index[name]] = value
-        self._write_bus_counters(values)
-        self._write_status_text(values, extra_text)
+        exchange.write_values(
+            [
+                # JOINT_FIELDS order
+                *m.position_rad,
+                *m.velocity_rad_s,
+                *m.current_a,
+                *m.torque_mnm,
+                *m.temperature_c,
+                *targets.tolist(),
+                *velocities.tolist(),
+                *modes.tolist(),
+                *m.statusword,
+                *m.error_code,
+                *ctl.connected_all(now),
+                *ctl.present,
+                *m.last_feedback_s,
+                *m.feedback_count,
+                *[scalars[name] for name in SCALAR_FIELDS],
+                *self._bus_counter_values(),
+            ]
+        )
         exchange.end_write()
 
-    def _write_bus_counters(self, values: np.ndarray) -> None:
-        """Each bus's traffic counters (serial: packets, replies, 10 bits per byte)."""
+    def _bus_counter_values(self) -> list[int]:
+        """Each bus's traffic counters in layout order (serial: packets, replies, 10 bits per
+        byte)."""
         ctl = self.controller
-        index = self._index
-        for bus, transport in ctl.transports.can.items():
-            values[index[f'{bus}.frames_sent']] = transport.frames_sent
-            values[index[f'{bus}.frames_received']] = transport.frames_received
-            values[index[f'{bus}.bits_sent']] = transport.bits_sent
-            values[index[f'{bus}.bits_received']] = transport.bits_received
-            values[index[f'{bus}.send_errors']] = transport.send_errors
-            values[index[f'{bus}.receive_errors']] = transport.receive_errors
-            values[index[f'{bus}.echoes']] = transport.echoes
-        for bus, transport in ctl.transports.serial.items():
-            values[index[f'{bus}.frames_sent']] = transport.packets_sent
-            values[index[f'{bus}.frames_received']] = ctl.dxl_banks[bus].replies
-            values[index[f'{bus}.bits_sent']] = transport.bytes_sent * 10
-            values[index[f'{bus}.bits_received']] = transport.bytes_received * 10
-            values[index[f'{bus}.send_errors']] = transport.write_errors
-            values[index[f'{bus}.receive_errors']] = transport.read_errors
+        result: list[int] = []
+        for bus in self.exchange.layout.buses:
+            transport = ctl.transports.can.get(bus)
+            if transport is not None:
+                result += (
+                    transport.frames_sent,
+                    transport.frames_received,
+                    transport.bits_sent,
+                    transport.bits_received,
+                    transport.send_errors,
+                    transport.receive_errors,
+                    transport.echoes,
+                )
+                continue
+            serial = ctl.transports.serial.get(bus)
+            if serial is None:  # not open: what it last showed stays
+                start = self._index[f'{bus}.{BUS_FIELDS[0]}']
+                result += self.exchange.values[start : start + len(BUS_FIELDS)].tolist()
+                continue
+            result += (
+                serial.packets_sent,
+                ctl.dxl_banks[bus].replies,
+                serial.bytes_sent * 10,
+                serial.bytes_received * 10,
+                serial.write_errors,
+                serial.read_errors,
+                0,
+            )
+        return result
 
-    def _write_status_text(self, values: np.ndarray, extra_text: dict) -> None:
-        """The JSON text part, rewritten only when what it shows changed, and its version."""
+    def _write_status_text(self, extra_text: dict) -> None:
+        """The JSON text part, rewritten only when what it shows changed (a new version)."""
         ctl = self.controller
         m = ctl.measured
         key = (
@@ -324,4 +340,3 @@ class SnapshotWriter:
             self._text_key = key
             self._text_version += 1
             self.exchange.write_text(self.status_text(extra_text))
-        values[self._index['text_version']] = self._text_version

@@ -82,6 +82,9 @@ class BusController(LifecycleSequences):
         count = len(config.joints)
         self.measured = Measurements(count)
         self.safety = SafetyMonitor(config.joint_safety(), config.safety)
+        self._connected_within_s = [
+            max(self.safety.feedback_timeout_s(i), 0.1) for i in range(count)
+        ]
         initial = [j.motor.initial_position_rad for j in config.joints]
         self.queue = ChunkQueue(config.joint_names, initial, config.torque_joints)
         self.tmotors = TMotorGroup(config.joints)
@@ -243,10 +246,15 @@ class BusController(LifecycleSequences):
 
     # -- reporting ---------------------------------------------------------------------------
 
-    def connected(self, index: int, now: float) -> bool:
-        """Feedback from joint ``index`` within its safety timeout."""
-        timeout = self.safety.feedback_timeout_s(index)
-        return self.present[index] and self.measured.connected(index, now, max(timeout, 0.1))
+    def connected_all(self, now: float) -> list[bool]:
+        """Per joint, index order: present, with feedback within its safety timeout (at
+        least 0.1 s)."""
+        return [
+            present and now - last <= within
+            for present, last, within in zip(
+                self.present, self.measured.last_feedback_s, self._connected_within_s, strict=True
+            )
+        ]
 
     @property
     def frames_skipped(self) -> int:

@@ -56,6 +56,7 @@ class Epos4Family(MotorFamily):
         self.group = group
         self.sdo_replies: dict[int, CanFrame] = {}
         self._by_bus: list[tuple[str, list[Epos4Drive]]] = []
+        self._statusword_texts: dict[int, tuple[str, str]] = {}  # (status, fault text)
 
     def _present(self) -> list[Epos4Drive]:
         return [d for d in self.group.drives if self.ctl.present[d.index]]
@@ -359,14 +360,17 @@ class Epos4Family(MotorFamily):
         if not ctl.plausible(i, position, now):
             return
         m.update_position(i, position, now)
-        m.statusword[i] = feedback.statusword
+        statusword = feedback.statusword
+        m.statusword[i] = statusword
         m.torque_mnm[i] = feedback.torque_mnm
-        m.status[i] = describe_statusword(feedback.statusword)
+        texts = self._statusword_texts.get(statusword)
+        if texts is None:  # a drive shows a handful of statuswords: each is described once
+            texts = describe_statusword(statusword), drive_fault_text(statusword)
+            self._statusword_texts[statusword] = texts
+        m.status[i] = texts[0]
         if ctl.supervising:
             ctl.check_fault(ctl.safety.on_position(i, position, now))
-            ctl.check_fault(
-                ctl.safety.on_motor_error(i, drive_fault_text(feedback.statusword), now)
-            )
+            ctl.check_fault(ctl.safety.on_motor_error(i, texts[1], now))
 
     def _on_sdo(self, drive: Epos4Drive, frame: CanFrame, now: float) -> None:
         ctl = self.ctl

@@ -232,9 +232,10 @@ class TMotorFamily(MotorFamily):
             check(safety.on_current(i, feedback.current_a, now))
             # A real motor error persists: two frames in a row with the same code latch it.
             code = feedback.error_code
-            error = f'motor error {code}: {feedback.error_text}'
-            if not code or code == previous_error:
-                check(safety.on_motor_error(i, error if code else '', now))
+            if not code:
+                check(safety.on_motor_error(i, '', now))
+            elif code == previous_error:
+                check(safety.on_motor_error(i, f'motor error {code}: {feedback.error_text}', now))
 
 
 __all__ = ['TMotorFamily', 'TMotorGroup', 'TMotorJoint', 'is_status_frame']

@@ -177,13 +177,17 @@ def build_present_position_sync_read(dxl_ids: Iterable[int]) -> bytes:
     return build_sync_read(ControlTable.PRESENT_POSITION, PRESENT_POSITION_LENGTH, dxl_ids)
 
 
-def parse_status_packet(packet: bytes) -> StatusPacket:
+def parse_status_packet(packet: bytes, *, crc_checked: bool = False) -> StatusPacket:
     """Validate header, length, CRC and instruction of one status packet and unstuff it.
+
+    Args:
+        packet: One whole packet.
+        crc_checked: The CRC was checked already (a packet :func:`split_packets` cut out).
 
     Raises:
         CodecError: Naming which check failed.
     """
-    dxl_id, body = open_packet(bytes(packet))
+    dxl_id, body = open_packet(bytes(packet), crc_checked=crc_checked)
     if body[0] != Instruction.STATUS:
         raise CodecError(
             f'Dynamixel packet (id {dxl_id}) is not a status packet: instruction 0x{body[0]:02X}'
@@ -279,7 +283,7 @@ class StatusPacketReader:
         statuses = []
         for packet in packets:
             try:
-                statuses.append(parse_status_packet(packet))
+                statuses.append(parse_status_packet(packet, crc_checked=True))
             except CodecError:
                 self.ignored_packets += 1
         return statuses

@@ -100,8 +100,12 @@ def build_packet(dxl_id: int, instruction: int, params: bytes = b'') -> bytes:
     return packet + crc16(packet).to_bytes(2, 'little')
 
 
-def open_packet(packet: bytes) -> tuple[int, bytes]:
+def open_packet(packet: bytes, *, crc_checked: bool = False) -> tuple[int, bytes]:
     """Check header, length field and CRC of one packet; return (id, unstuffed INST..params).
+
+    Args:
+        packet: One whole packet.
+        crc_checked: The CRC was checked already (a packet :func:`split_packets` cut out).
 
     Raises:
         CodecError: Naming which check failed.
@@ -120,7 +124,7 @@ def open_packet(packet: bytes) -> tuple[int, bytes]:
             f'match {len(packet)} received bytes'
         )
     received_crc = int.from_bytes(packet[-2:], 'little')
-    computed_crc = crc16(packet[:-2])
+    computed_crc = received_crc if crc_checked else crc16(packet[:-2])
     if received_crc != computed_crc:
         raise CodecError(
             f'Dynamixel packet (id {dxl_id}): CRC mismatch, received '

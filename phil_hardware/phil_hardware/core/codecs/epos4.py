@@ -190,8 +190,13 @@ def counts_per_output_rev(gear_ratio: float = DEFAULT_GEAR_RATIO) -> float:
 
 
 def position_rad_to_counts(position_rad: float, gear_ratio: float = DEFAULT_GEAR_RATIO) -> int:
-    """Output-shaft angle [rad] -> int32 encoder counts (rounded, saturated)."""
-    scaled = require_finite(position_rad, 'position_rad') * counts_per_output_rev(gear_ratio)
+    """Output-shaft angle [rad] -> int32 encoder counts (rounded, saturated).
+
+    Raises:
+        CodecError: ``position_rad`` is NaN or infinite (saturating_int's check: the scaled
+            value is non-finite exactly then; the bus loop encodes four of these a tick).
+    """
+    scaled = position_rad * (ENCODER_COUNTS_PER_MOTOR_REV * gear_ratio)
     return saturating_int(scaled / (2.0 * math.pi), INT32_RANGE, 'position_rad')
 
 
@@ -233,11 +238,9 @@ def encode_target_position(
     node_id: int, position_rad: float, gear_ratio: float = DEFAULT_GEAR_RATIO
 ) -> CanFrame:
     """Encode RPDO 0x300+n: int32 LE target position in encoder counts (CSP)."""
-    check_node(node_id)
+    check_node(node_id)  # the id then fits 11 bits and the payload is 4 bytes: a valid frame
     counts = position_rad_to_counts(position_rad, gear_ratio)
-    return make_frame(
-        RPDO_TARGET_POSITION_BASE + node_id, counts.to_bytes(4, 'little', signed=True)
-    )
+    return CanFrame(RPDO_TARGET_POSITION_BASE + node_id, counts.to_bytes(4, 'little', signed=True))
 
 
 def encode_target_torque(

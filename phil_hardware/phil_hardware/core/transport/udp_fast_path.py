@@ -103,7 +103,7 @@ class UdpFastPath:
         self._tag = tag
         self._tag_bytes = tag.encode()
         self._send_sock = sock
-        self._held: list[dict] | None = None  # frames of the datagram being gathered
+        self._held: list[CanFrame] | None = None  # frames of the datagram being gathered
         self._buffer = bytearray(_RECEIVE_BYTES)
         self.kernel_filter = False
         if filter_own_frames:
@@ -159,16 +159,34 @@ class UdpFastPath:
         held, self._held = self._held, None
         if not held:
             return None
-        return self._send_datagram(held[0] if len(held) == 1 else held)
+        return self._send_held(held)
 
     def send(self, frame: CanFrame) -> str | None:
         """Send ``frame`` without waiting (or gather it while held); returns why it failed,
         or None."""
+        held = self._held
+        if held is None:
+            return self._send_datagram(self._fields(frame, time.monotonic()))
+        held.append(frame)
+        if len(held) < MAX_FRAMES_PER_DATAGRAM:
+            return None
+        self._held = []
+        return self._send_held(held)
+
+    def _send_held(self, held: list[CanFrame]) -> str | None:
+        # Stamped when they leave: the receiver acts on each frame at this send time.
+        stamp = time.monotonic()
+        if len(held) == 1:
+            return self._send_datagram(self._fields(held[0], stamp))
+        return self._send_datagram([self._fields(frame, stamp) for frame in held])
+
+    def _fields(self, frame: CanFrame, stamp: float) -> dict:
+        """One frame as python-can's udp_multicast packs a message."""
         data = frame.data
-        fields = {
+        return {
             # python-can's receiver replaces it with its receive time; this path's receiver
             # reads it as the send time (one host, one CLOCK_MONOTONIC).
-            'timestamp': time.monotonic(),
+            'timestamp': stamp,
             'arbitration_id': frame.arbitration_id,
             'is_extended_id': frame.is_extended_id,
             'is_remote_frame': False,
@@ -180,14 +198,6 @@ class UdpFastPath:
             'bitrate_switch': False,
             'error_state_indicator': False,
         }
-        held = self._held
-        if held is None:
-            return self._send_datagram(fields)
-        held.append(fields)
-        if len(held) < MAX_FRAMES_PER_DATAGRAM:
-            return None
-        self._held = []
-        return self._send_datagram(held)
 
     def _send_datagram(self, payload: dict | list[dict]) -> str | None:
         packed = self._packb(payload, use_bin_type=True)
