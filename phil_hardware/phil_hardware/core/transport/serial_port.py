@@ -14,13 +14,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .can_bus import TransportError
+from .tty_reader import TtyReader
 
 if TYPE_CHECKING:
     from phil_description.core import SerialBusParams
 
 PTY_MAJORS = range(136, 144)  # Unix98 PTY slaves (/dev/pts/N)
-# One read takes what has arrived: 4.5 Mbit/s bring at most ~560 bytes per 1 ms tick.
-_READ_CHUNK_BYTES = 4096
 
 
 def is_pty(path: str) -> bool:
@@ -120,7 +119,9 @@ def _nonblocking_fd(port: Any) -> int | None:
 class SerialTransport:
     """The Dynamixel serial port for the controller: write bytes, read what has arrived.
 
-    Not thread-safe: one thread (the bus loop) owns it.
+    Not thread-safe: one thread (the bus loop) owns it. A port with a non-blocking descriptor
+    is read by a :class:`~.tty_reader.TtyReader` thread of its own (a read can wait for the
+    kernel's tty worker; the bus loop must not).
 
     Attributes:
         name: Bus name (e.g. ``dxl``).
@@ -138,6 +139,8 @@ class SerialTransport:
         self.name = name
         self._port = port
         self._fd = _nonblocking_fd(port)
+        # A read of the line can wait for the kernel's tty worker: a thread takes that wait.
+        self._reader = TtyReader(self._fd, name) if self._fd is not None else None
         self.bytes_sent = 0
         self.bytes_received = 0
         self.packets_sent = 0
@@ -180,23 +183,23 @@ class SerialTransport:
         return True
 
     def read(self) -> bytes:
-        """Return every byte that has arrived (possibly ``b''``), without waiting."""
-        try:
-            if self._fd is not None:
-                # One non-blocking read: pyserial's in_waiting + read cost an ioctl, a select
-                # and their Python every tick.
-                data = os.read(self._fd, _READ_CHUNK_BYTES)
-            else:
+        """Return every byte that has arrived (possibly ``b''``), without waiting: from the
+        reader thread (a descriptor), or the port's buffer."""
+        if self._reader is not None:
+            data, errors = self._reader.take()
+            if errors:
+                self.read_errors += len(errors)
+                self.last_error = f'read: {errors[-1]}'
+        else:
+            try:
                 waiting = self._port.in_waiting
                 if not waiting:
                     return b''
                 data = self._port.read(waiting)
-        except BlockingIOError:
-            return b''  # nothing has arrived
-        except (OSError, ValueError) as error:  # SerialException is an OSError
-            self.read_errors += 1
-            self.last_error = f'read: {error}'
-            return b''
+            except (OSError, ValueError) as error:  # SerialException is an OSError
+                self.read_errors += 1
+                self.last_error = f'read: {error}'
+                return b''
         self.bytes_received += len(data)
         return data
 
@@ -205,7 +208,10 @@ class SerialTransport:
         self.read()
 
     def close(self) -> None:
-        """Close the port (idempotent)."""
+        """Stop reading, then close the port (idempotent)."""
+        if self._reader is not None:
+            self._reader.stop()
+            self._reader = None
         self._fd = None  # the number may be reused once the port is closed
         with contextlib.suppress(OSError):  # SerialException is an OSError
             self._port.close()
