@@ -58,6 +58,9 @@ from phil_ros.graph_safety import sign_message, signed_request  # noqa: E402
 from phil_ros.testing import ros_test_context  # noqa: E402
 
 pytestmark = pytest.mark.timeout(120)
+#: A held joint's measured position wanders a few feedback counts on a busy machine (a TMotor
+#: elbow 0.4 deg beside two CPU hogs); a refused motion in these tests would be 15 deg.
+HOLD_NOISE_DEG = 1.0
 STATE_TIMEOUT_S = 30.0  # bus-loop start (spawned interpreter) + discovery on a loaded machine
 
 
@@ -173,7 +176,7 @@ def test_estop_latches_ignores_chunks_and_reset_clears_it(hardware):
     hardware.send_chunk({'right_elbow': held[elbow] + 15 * DEG}, 0.4, 0.05, sequence=2)
     time.sleep(1.0)
     now = hardware.fresh_positions()
-    assert np.degrees(np.abs(now - held)).max() < 0.3, np.degrees(now - held)
+    assert np.degrees(np.abs(now - held)).max() < HOLD_NOISE_DEG, np.degrees(now - held)
     assert hardware.status.estop and hardware.status.queued_chunks == 0
     response = hardware.request('reset')
     assert response.accepted, response.reason
@@ -209,7 +212,7 @@ def test_foreign_inputs_neither_move_nor_unlatch_the_hardware(hardware):
         assert wait_until(lambda: hardware.node.refused_inputs >= refused + 3, 5.0)
         time.sleep(1.0)
         now = hardware.fresh_positions()
-        assert np.degrees(np.abs(now - held)).max() < 0.3, np.degrees(now - held)
+        assert np.degrees(np.abs(now - held)).max() < HOLD_NOISE_DEG, np.degrees(now - held)
 
         assert intruder.call('estop', Trigger.Request()).accepted  # anyone may stop
         hardware.wait_status(lambda s: s.estop)

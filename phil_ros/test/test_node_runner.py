@@ -59,9 +59,10 @@ BUSY_NODE = textwrap.dedent("""
             self.hooks += 1
             print(f'hook {self.hooks}', flush=True)
 
-    node_runner.TEARDOWN_TIMEOUT_S = 1.0
+    # Generous: a busy machine took over 1 s to tear these nodes down.
+    node_runner.TEARDOWN_TIMEOUT_S = 5.0
     run_node(Busy, make_executor=lambda: MultiThreadedExecutor(num_threads=4))
-    time.sleep(1.5)  # the teardown guard is off once run_node returned
+    time.sleep(5.5)  # the teardown guard is off once run_node returned
     print('exited', flush=True)
 """)
 
