@@ -191,7 +191,7 @@ def test_a_silent_tmotor_gets_the_trajectory_velocity_without_a_stale_correction
         0.5,
         until=lambda: (
             ctl.safety.counters.feedforward_only > 0
-            and ctl.measured.connected(elbow, active.now(), 0.015)
+            and active.now() - ctl.measured.last_feedback_s[elbow] <= 0.015
         ),
     )
     assert not ctl.safety.faulted

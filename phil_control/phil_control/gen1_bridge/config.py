@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from phil_control.score_player.config import default_play_list
+from phil_control.score_player.config import play_list_parameter
 from phil_description.core.liveness import DEFAULT_LIVENESS_TIMEOUT_S
 from phil_ros.parameters import DeclaredConfig, require_port, require_positive_s
 
@@ -51,9 +51,7 @@ class Config(DeclaredConfig):
         port = require_port(values)
         if int(values['max_clients']) < 1:
             raise ValueError(f'parameter max_clients = {values["max_clients"]} must be >= 1')
-        play_list = Path(values['play_list']) if values['play_list'] else default_play_list()
-        if values['play_list'] and not play_list.is_file():
-            raise ValueError(f'parameter play_list: no such file: {play_list}')
+        play_list = play_list_parameter(values['play_list'])
         return cls(
             address=str(values['address']),
             port=port,

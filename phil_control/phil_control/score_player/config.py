@@ -102,6 +102,20 @@ def default_play_list() -> Path | None:
     return next((path for path in candidates if path.is_file()), None)
 
 
+def play_list_parameter(value: str) -> Path | None:
+    """The ``play_list`` parameter: its file ('' = :func:`default_play_list`).
+
+    Raises:
+        ValueError: The file named does not exist.
+    """
+    if not value:
+        return default_play_list()
+    play_list = Path(value)
+    if not play_list.is_file():
+        raise ValueError(f'parameter play_list: no such file: {play_list}')
+    return play_list
+
+
 @dataclass(frozen=True)
 class Config:
     """The validated parameters (names, defaults and units: `PARAMETERS`)."""
@@ -171,9 +185,7 @@ class Config:
             check_velocity_delta(values['velocity_delta'])
         except ValueError as error:
             raise ValueError(f'parameter {error}') from None
-        play_list = Path(values['play_list']) if values['play_list'] else default_play_list()
-        if values['play_list'] and not play_list.is_file():
-            raise ValueError(f'parameter play_list: no such file: {play_list}')
+        play_list = play_list_parameter(values['play_list'])
         scores_dir = play_list.parent if play_list is not None else SOURCE_SCORES_DIR
         return cls(
             play_list=play_list,

@@ -65,7 +65,3 @@ class Measurements:
         self.position_rad[index] = position_rad
         self.last_feedback_s[index] = now_s
         self.feedback_count[index] += 1
-
-    def connected(self, index: int, now_s: float, timeout_s: float) -> bool:
-        """True when joint ``index`` sent feedback within ``timeout_s``."""
-        return now_s - self.last_feedback_s[index] <= timeout_s
