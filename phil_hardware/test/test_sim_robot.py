@@ -308,3 +308,43 @@ def test_dynamixel_truth_uses_the_tick_convention(model, tmp_path):
         assert motor.motor_to_joint_rad(dynamixel.tick_to_motor_rad(tick)) == pytest.approx(
             pose[model.joint('head_pitch').index], abs=2 * math.pi / 4096
         )
+
+
+def test_replies_leave_as_one_datagram_only_to_a_client_that_sends_them_so(model):
+    # A python-can client sends frame by frame and must read the replies so; the bus loop
+    # sends a tick's frames as one datagram and reads the step's replies as one.
+    tmotors = [j for j in model.joints if j.motor.family == 'tmotor' and j.motor.bus == 'can0']
+    assert len(tmotors) >= 2
+    group = f'ff11::7068:{0x7000 + (uuid.uuid4().int % 0x800) * 2:x}'
+    device_side = open_can_bus(CanBusParams('can0', 'udp_multicast', group, 10**6))
+    clock = ManualClock()
+    robot = SimulatedRobot(model, {'can0': device_side}, clock=clock)
+    wire = CanTransport(
+        'controller', open_can_bus(CanBusParams('can0', 'udp_multicast', group, 10**6))
+    )
+
+    def statuses_after_a_step() -> list[CanFrame]:
+        clock.advance(0.1)  # every status broadcast is due
+        robot.step()
+        frames: list[CanFrame] = []
+        deadline = time.monotonic() + 2.0
+        while len(frames) < len(tmotors) and time.monotonic() < deadline:
+            wire.drain(frames)
+        return frames
+
+    try:
+        assert len(statuses_after_a_step()) == len(tmotors)
+        assert wire.held_received == 0  # frame by frame
+        wire.hold()
+        for joint in tmotors:
+            assert wire.send(tmotor.encode_set_rpm(joint.motor.device_id, 0.0))
+        assert wire.release()
+        time.sleep(0.01)
+        robot.step()  # takes the held datagram
+        frames_before = wire.frames_received
+        assert len(statuses_after_a_step()) == len(tmotors)
+        assert wire.held_received == 1 and wire.frames_received - frames_before == len(tmotors)
+        assert robot.send_errors == 0
+    finally:
+        device_side.shutdown()
+        wire.close()

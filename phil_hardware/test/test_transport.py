@@ -155,6 +155,38 @@ def test_udp_multicast_isolates_groups_drops_echo_and_survives_garbage():
             bus.close()
 
 
+def test_a_malformed_held_datagram_is_counted_and_its_whole_frames_kept():
+    import msgpack
+
+    group = unique_group()
+    b = CanTransport('can0', open_can_bus(CanBusParams('can0', 'udp_multicast', group, 10**6)))
+    raw = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    good = [0x181, b'\x01', False, 0x1ABCDEF, b'\x02\x03', True]
+    datagrams = [
+        [time.monotonic(), 'other', *good[:4]],  # not whole frames: dropped
+        [time.monotonic(), 'other', 0x182, 'text', False, *good],  # frame 0 is not one
+        [time.monotonic(), 'other', 0x183, bytes(9), False],  # 9 bytes: not classic CAN
+        ['not a time', 'other', *good],  # whole frames without a send time
+    ]
+    try:
+        raw.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_HOPS, 1)
+        for datagram in datagrams:
+            raw.sendto(msgpack.packb(datagram, use_bin_type=True), (group, 43113))
+        frames: list[CanFrame] = []
+        sent_at: list[float] = []
+        deadline = time.monotonic() + 2.0
+        while len(frames) < 4 and time.monotonic() < deadline:
+            b.drain(frames, 1000, sent_at)
+        pair = [CanFrame(0x181, b'\x01'), CanFrame(0x1ABCDEF, b'\x02\x03', True)]
+        assert frames == pair + pair
+        assert b.receive_errors == 3 and 'not (id, data of at most 8 bytes' in b.last_error
+        assert b.frames_received == 4 and b.bits_received > 0
+        assert all(math.isfinite(t) for t in sent_at[:2]) and all(map(math.isnan, sent_at[2:]))
+    finally:
+        raw.close()
+        b.close()
+
+
 def test_without_the_kernel_filter_own_frames_come_back_and_are_dropped_by_tag():
     group = unique_group()
     a = CanTransport('can0', open_can_bus(CanBusParams('can0', 'udp_multicast', group, 10**6)))

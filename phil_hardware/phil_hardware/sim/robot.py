@@ -224,6 +224,19 @@ class SimulatedRobot:
                 None reads every bus and the serial line.
         """
         now = self.clock.now() if now_s is None else now_s
+        # A client that sends a tick's frames as one datagram reads them so too: its replies
+        # leave together at the end of the step (a python-can client gets frame by frame).
+        holding = [t for t in self._transports.values() if t.held_received]
+        for transport in holding:
+            transport.hold()
+        try:
+            self._serve(now, ready_fds)
+        finally:
+            for transport in holding:
+                if not transport.release():
+                    self.send_errors += 1
+
+    def _serve(self, now: float, ready_fds: set[int] | None) -> None:
         # Frames act at their send time, in send order across the buses, however late this
         # loop runs: the physics between them is advanced first, so a command moves the
         # simulated joint when it was sent (as on a real bus), not when the loop got to it.

@@ -161,6 +161,8 @@ class CanTransport:
         echoes: Own frames handed back by the bus and dropped here (udp_multicast loopback
             without the kernel filter).
         ignored: Remote, error or FD frames dropped.
+        held_received: Datagrams of several held frames received (see :meth:`hold`): the
+            peer that sent them reads them too.
     """
 
     def __init__(self, name: str, bus: can.BusABC) -> None:
@@ -186,6 +188,7 @@ class CanTransport:
         self.receive_errors = 0
         self.echoes = 0
         self.ignored = 0
+        self.held_received = 0
         self.last_error = ''
         self._fast = UdpFastPath.wrap(bus, self._tag)
 
