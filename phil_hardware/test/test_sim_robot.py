@@ -128,9 +128,10 @@ def test_one_loop_iteration_takes_a_bounded_share_of_a_flood(model, rig):
     # that drained thousands of frames per bus before the periodic sends left every device
     # silent for seconds (FEEDBACK_TIMEOUT on all joints). The backlog waits for later ones.
     setup = rig()
+    setup.robot.step()  # powered up
     flood = 1000
     setup.send('can3', *[epos4.encode_sync()] * flood)
-    setup.clock.advance(STEP_S)
+    setup.clock.advance(0.005)  # every motor's status is due in the flooded iteration
     setup.robot.step()
     first = setup.robot.frames_received
     assert 0 < first <= 300
@@ -319,6 +320,7 @@ def test_replies_leave_as_one_datagram_only_to_a_client_that_sends_them_so(model
     device_side = open_can_bus(CanBusParams('can0', 'udp_multicast', group, 10**6))
     clock = ManualClock()
     robot = SimulatedRobot(model, {'can0': device_side}, clock=clock)
+    robot.step()  # powered up
     wire = CanTransport(
         'controller', open_can_bus(CanBusParams('can0', 'udp_multicast', group, 10**6))
     )

@@ -64,6 +64,7 @@ def rig(model, request):
     wire = Wire(channel)
     clock = ManualClock()
     robot = SimulatedRobot(model, {'can1': sim_bus}, clock=clock, config=config)
+    robot.step()  # powered up at t = 0: each motor's status rhythm starts here
     yield robot, clock, wire
     sim_bus.shutdown()
     wire.bus.shutdown()
@@ -83,19 +84,54 @@ def node_of(model, joint):
     return model.joint(joint).motor.device_id
 
 
+def broadcast_ms(robot, clock, wire, nodes, seconds) -> dict[int, list[int]]:
+    """Step for ``seconds``; per node, the clock's milliseconds of each status it sent."""
+    heard: dict[int, list[int]] = {node: [] for node in nodes}
+    for _ in range(round(seconds / STEP_S)):
+        clock.advance(STEP_S)
+        robot.step()
+        for frame in wire.drain():
+            if frame.arbitration_id in heard:
+                heard[frame.arbitration_id].append(round(clock.now() * 1000))
+    return heard
+
+
 def test_status_is_broadcast_at_200_hz_and_reads_zero_at_power_on(model, rig):
     robot, clock, wire = rig
     robot.step()
-    run(robot, clock, 0.1)
+    nodes = [node_of(model, joint) for joint in ('right_shoulder_1', SHOULDER_2, ELBOW)]
+    for times in broadcast_ms(robot, clock, wire, nodes, 0.1).values():
+        assert times[0] <= 5 and len(times) == 20  # every 5 ms from a phase of its own
+        assert set(map(int.__sub__, times[1:], times[:-1])) == {5}
+    robot.step()
+    run(robot, clock, 0.01)
     frames = wire.drain()
-    for joint in ('right_shoulder_1', SHOULDER_2, ELBOW):
-        node = node_of(model, joint)
+    for node in nodes:
         own = [f for f in frames if f.arbitration_id == node]
-        assert len(own) == 21  # t = 0, 5, ..., 100 ms
-        assert all(not f.is_extended_id and len(f.data) == 8 for f in own)
+        assert own and all(not f.is_extended_id and len(f.data) == 8 for f in own)
         status = tmotor.decode_feedback(own[-1])
         assert (status.position_rad, status.speed_erpm, status.current_a) == (0.0, 0, 0.0)
         assert status.temperature_c == 30 and status.error_code == 0
+
+
+def test_each_motor_broadcasts_on_a_rhythm_of_its_own_that_a_stall_keeps(model, rig):
+    # Real motors power up at different instants: their broadcasts do not all fall in the
+    # same millisecond (which made one controller tick handle every status at once).
+    robot, clock, wire = rig
+    nodes = [node_of(model, joint) for joint in ('right_shoulder_1', SHOULDER_2, ELBOW)]
+    robot.step()
+    before = broadcast_ms(robot, clock, wire, nodes, 0.05)
+    phases = {node: {ms % 5 for ms in times} for node, times in before.items()}
+    assert all(len(phase) == 1 for phase in phases.values()), phases
+    assert len({phase.pop() for phase in phases.values()}) == len(nodes)
+    clock.advance(0.023)  # the simulator's loop stalls: no burst of missed broadcasts after it
+    robot.step()
+    frames = wire.drain()
+    assert [len(statuses(frames, node)) for node in nodes] == [1] * len(nodes)
+    after = broadcast_ms(robot, clock, wire, nodes, 0.05)
+    for node in nodes:
+        assert {ms % 5 for ms in after[node]} == {before[node][0] % 5}
+        assert len(after[node]) == 10
 
 
 @pytest.mark.parametrize(
@@ -105,7 +141,7 @@ def test_status_is_broadcast_at_200_hz_and_reads_zero_at_power_on(model, rig):
 )
 def test_status_with_extended_id_matches_the_node_low_byte(model, rig):
     robot, clock, wire = rig
-    robot.step()
+    run(robot, clock, 0.005)  # one status period
     frames = wire.drain()
     node = node_of(model, ELBOW)
     assert any(f.arbitration_id == 0x2900 | node and f.is_extended_id for f in frames)

@@ -29,6 +29,9 @@ STATUS_PACKET_ID = 0x29
 """Packet number in the extended status id of CubeMars firmware (``node | 0x29 << 8``)."""
 
 OVER_CURRENT_FACTOR = 1.5
+# Spreads the motors' broadcast phases evenly over the period whatever their count (the
+# golden-ratio sequence: ids 0..6 fall on 0, 3.1, 1.2, 4.3, 2.4, 0.5 and 3.5 ms of 5 ms).
+_PHASE_STEP = (math.sqrt(5.0) - 1.0) / 2.0
 
 
 @dataclass(frozen=True)
@@ -119,6 +122,9 @@ class TMotorDevice(SimDevice):
         self._position_accel_rad_s2: float | None = None
         self._current_command_a = 0.0
         self._next_status_s: float | None = None
+        # Real motors power up at different instants, so each broadcasts on a rhythm of its
+        # own, not all in the same millisecond.
+        self._status_phase_s = self.config.status_period_s * ((self.device_id * _PHASE_STEP) % 1.0)
         self.commands_received = 0
 
     @property
@@ -231,12 +237,14 @@ class TMotorDevice(SimDevice):
 
     def poll(self, now_s: float) -> list[CanFrame]:
         """Return the status broadcast when it is due (at most one per call)."""
+        period = self.config.status_period_s
         if self._next_status_s is None:
-            self._next_status_s = now_s
+            self._next_status_s = now_s + self._status_phase_s
         if now_s < self._next_status_s:
             return []
-        self._next_status_s += self.config.status_period_s
+        self._next_status_s += period
         if self._next_status_s <= now_s:
-            # Far behind (loop stalled): resume the rhythm from now instead of bursting.
-            self._next_status_s = now_s + self.config.status_period_s
+            # Far behind (loop stalled): skip the missed broadcasts instead of bursting.
+            missed = math.floor((now_s - self._next_status_s) / period) + 1
+            self._next_status_s += missed * period
         return self._transmit([self.status_frame()])
