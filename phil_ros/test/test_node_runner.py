@@ -254,11 +254,13 @@ TEARDOWN_PROBE = textwrap.dedent("""
     import os
     import signal
     import rclpy
+    from rclpy.exceptions import InvalidHandle
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.node import Node
     from phil_ros.node_runner import run_node
 
     order = []
+    contexts = []
 
     class RecordingExecutor(SingleThreadedExecutor):
         def shutdown(self, timeout_sec=None):
@@ -272,6 +274,7 @@ TEARDOWN_PROBE = textwrap.dedent("""
     class Probe(Node):
         def __init__(self):
             super().__init__('teardown_probe')
+            contexts.append(self.context)
             self.create_timer(0.01, self.stop)
 
         def stop(self):
@@ -282,6 +285,11 @@ TEARDOWN_PROBE = textwrap.dedent("""
             super().destroy_node()
 
     run_node(Probe, make_executor=RecordingExecutor)
+    try:
+        with contexts[0].handle:
+            order.append('context alive after run_node')
+    except InvalidHandle:  # its DDS participant went while the teardown guard watched
+        order.append('context destroyed')
     print(order, flush=True)
 """)
 
@@ -297,6 +305,7 @@ def test_after_ctrl_c_the_executor_is_shut_down_before_its_nodes_and_the_context
             'executor shut down (wait open: True)',
             'wait closed: True',
             'node destroyed',
+            'context destroyed',
         ]
     )
 
