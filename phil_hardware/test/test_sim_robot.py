@@ -23,6 +23,11 @@ from phil_hardware.sim.multicast import check_channel
 STEP_S = 0.001
 
 
+def unique_group(offset: int = 0) -> str:
+    """A fresh interface-local multicast group (``offset`` apart for a sibling bus)."""
+    return f'ff11::7068:{0x7000 + offset + (uuid.uuid4().int % 0x800) * 2:x}'
+
+
 @pytest.fixture(scope='module')
 def model():
     return default_robot_model(sim=True)
@@ -258,9 +263,7 @@ def test_multicast_channels_that_could_leave_the_machine_are_refused(channel):
 
 
 def test_udp_multicast_buses_see_only_their_own_group():
-    groups = [
-        f'ff11::7068:{0x7000 + index + (uuid.uuid4().int % 0x800) * 2:x}' for index in range(2)
-    ]
+    groups = [unique_group(index) for index in range(2)]
     buses = [
         open_can_bus(CanBusParams(f'can{i}', 'udp_multicast', group, 10**6))
         for i, group in enumerate(groups)
@@ -279,7 +282,7 @@ def test_udp_multicast_buses_see_only_their_own_group():
 
 def test_a_command_moves_the_joint_from_its_send_time_however_late_the_loop_runs(model):
     joint = next(j for j in model.joints if j.motor.family == 'tmotor' and j.motor.bus == 'can0')
-    group = f'ff11::7068:{0x7000 + (uuid.uuid4().int % 0x800) * 2:x}'
+    group = unique_group()
     device_side = open_can_bus(CanBusParams('can0', 'udp_multicast', group, 10**6))
     robot = SimulatedRobot(model, {'can0': device_side}, clock=MonotonicClock())
     wire = CanTransport(
@@ -316,7 +319,7 @@ def test_replies_leave_as_one_datagram_only_to_a_client_that_sends_them_so(model
     # sends a tick's frames as one datagram and reads the step's replies as one.
     tmotors = [j for j in model.joints if j.motor.family == 'tmotor' and j.motor.bus == 'can0']
     assert len(tmotors) >= 2
-    group = f'ff11::7068:{0x7000 + (uuid.uuid4().int % 0x800) * 2:x}'
+    group = unique_group()
     device_side = open_can_bus(CanBusParams('can0', 'udp_multicast', group, 10**6))
     clock = ManualClock()
     robot = SimulatedRobot(model, {'can0': device_side}, clock=clock)

@@ -98,12 +98,10 @@ def broadcast_ms(robot, clock, wire, nodes, seconds) -> dict[int, list[int]]:
 
 def test_status_is_broadcast_at_200_hz_and_reads_zero_at_power_on(model, rig):
     robot, clock, wire = rig
-    robot.step()
     nodes = [node_of(model, joint) for joint in ('right_shoulder_1', SHOULDER_2, ELBOW)]
     for times in broadcast_ms(robot, clock, wire, nodes, 0.1).values():
         assert times[0] <= 5 and len(times) == 20  # every 5 ms from a phase of its own
         assert set(map(int.__sub__, times[1:], times[:-1])) == {5}
-    robot.step()
     run(robot, clock, 0.01)
     frames = wire.drain()
     for node in nodes:
@@ -119,7 +117,6 @@ def test_each_motor_broadcasts_on_a_rhythm_of_its_own_that_a_stall_keeps(model, 
     # same millisecond (which made one controller tick handle every status at once).
     robot, clock, wire = rig
     nodes = [node_of(model, joint) for joint in ('right_shoulder_1', SHOULDER_2, ELBOW)]
-    robot.step()
     before = broadcast_ms(robot, clock, wire, nodes, 0.05)
     phases = {node: {ms % 5 for ms in times} for node, times in before.items()}
     assert all(len(phase) == 1 for phase in phases.values()), phases

@@ -129,7 +129,10 @@ def run_nodes(
         while nodes:
             _destroy(nodes.pop())
         rclpy.try_shutdown()
-        _destroy_context(context)
+        # The DDS participant goes with the context's handle, here where the guard watches:
+        # the frozen start-up objects would keep the Context to the interpreter's exit, where
+        # Fast DDS deleted it unguarded (a Jazzy node outlived its killed launcher).
+        context.destroy()
         executor = None  # freed while the guard still watches
         faulthandler.cancel_dump_traceback_later()
 
@@ -157,17 +160,6 @@ def _destroy(node: Node) -> None:
         if destroy is not None:
             destroy()
     node.destroy_node()
-
-
-def _destroy_context(context: Context) -> None:
-    """Free the context's rcl handle, and with it the DDS participant, while the teardown
-    guard still watches. Otherwise the start-up objects frozen out of the collector keep the
-    Context alive to the interpreter's exit, and Fast DDS deleted the participant there with
-    no guard: a Jazzy node told to stop with the rest of its graph (its launcher killed)
-    never exited, once in a suite run beside two CPU hogs."""
-    destroy = getattr(context, 'destroy', None)  # not in every rclpy release
-    if destroy is not None:
-        destroy()
 
 
 def _build_node(name: str, make_node: Callable[[], Node]) -> Node:

@@ -270,11 +270,11 @@ class UdpFastPath:
         """Append the frames of one held datagram; returns how many (a malformed frame is
         counted and skipped, a malformed header drops the datagram)."""
         size = len(payload)
-        stamp = payload[0] if size else None
         if size < HELD_HEADER_FIELDS or (size - HELD_HEADER_FIELDS) % HELD_FRAME_FIELDS:
             owner.receive_errors += 1
             owner.last_error = f'receive: a held datagram of {size} fields is not whole frames'
             return 0
+        stamp = payload[0]
         if not (isinstance(stamp, float) and 0.0 < stamp <= latest):
             stamp = math.nan  # not a send time on this host's clock
         taken = 0
