@@ -25,7 +25,7 @@ def pipe():
     writer, reader = multiprocessing.Pipe(duplex=True)
     failures: list[tuple[object, str]] = []
     wire = CommandWire(
-        writer.fileno(), lambda tag, text: failures.append((tag, text)), queue_size=2
+        writer.fileno(), lambda tag, text: failures.append((tag, text)), queue_size=3
     )
     yield wire, reader, failures
     reader.close()
@@ -63,7 +63,7 @@ def test_a_frame_too_big_for_the_socket_goes_on_in_the_background_and_later_ones
     send_in_thread(wire, 1, (1, 'chunk', BIG))
     send_in_thread(wire, 2, (2, 'halt', None))
     send_in_thread(wire, 3, (3, 'reset', None))
-    with pytest.raises(queue.Full):  # two wait in the outbox (queue_size=2)
+    with pytest.raises(queue.Full):  # three wait, the one being written included
         wire.send(4, (4, 'reset', None))
     assert reader.recv() == (1, 'chunk', BIG)
     assert reader.recv() == (2, 'halt', None)

@@ -42,7 +42,9 @@ class CommandWire:
         fileno: The pipe end's descriptor (duplicated; the caller keeps and closes its own).
         on_failure: Called from the sender thread as ``on_failure(tag, text)`` when a queued
             command could not be written.
-        queue_size: Commands that may wait for the sender thread.
+        queue_size: Commands that may wait for the sender thread, the one it is writing
+            included: counted under the lock, so the limit does not depend on whether the
+            thread has taken the first one yet.
     """
 
     def __init__(
@@ -50,7 +52,8 @@ class CommandWire:
     ) -> None:
         self._socket = socket.socket(fileno=os.dup(fileno))
         self._on_failure = on_failure
-        self._outbox: queue.Queue = queue.Queue(queue_size)
+        self._outbox: queue.SimpleQueue = queue.SimpleQueue()
+        self._queue_size = queue_size
         self._lock = threading.Lock()
         self._waiting = 0  # commands in the outbox or being written by the sender thread
         self._thread = threading.Thread(
@@ -76,9 +79,11 @@ class CommandWire:
                     written = 0
                 if written == len(frame):
                     return
+            elif self._waiting >= self._queue_size:
+                raise queue.Full(f'{self._waiting} commands wait for the bus loop already')
             # Behind every waiting command; the rest of a partly written frame comes first,
             # as the outbox was empty.
-            self._outbox.put_nowait((tag, frame[written:]))
+            self._outbox.put((tag, frame[written:]))
             self._waiting += 1
 
     def close(self, timeout_s: float = 2.0) -> None:
