@@ -289,7 +289,6 @@ def test_a_pause_reaches_a_play_queued_behind_a_held_hit(graph, monkeypatch):
     LOOK, the PLAY behind it; the PAUSE must not wait behind both (a RESUME after it would
     time out): the queued play ends paused at once, and the HIT still follows the LOOK."""
     links, generator, failures = graph
-    monkeypatch.setattr(motion_servers, 'STEP_TIMEOUT_S', 0.5)  # no hit server here
     generator.hold_look.set()
     links.submit((LOOK,))
     hit = Completion()
@@ -305,6 +304,8 @@ def test_a_pause_reaches_a_play_queued_behind_a_held_hit(graph, monkeypatch):
     ((play_id, result, _success, _reason),) = generator.plays_ended
     assert (play_id, result.resume_bar) == ('rock', 3)
     assert not hit.done.is_set()  # still waiting for the look
+    # No hit server here: the HIT's wait for one is short (the LOOK's goal had the usual one).
+    monkeypatch.setattr(motion_servers, 'STEP_TIMEOUT_S', 0.5)
     generator.hold_look.clear()
     assert hit.done.wait(WAIT_S)  # sent once the look ended: it fails, nobody serves hits
     assert 'hit is not available' in hit.reason, hit.reason

@@ -72,20 +72,29 @@ def test_a_client_that_does_not_read_is_dropped_and_the_others_are_served(server
     ):
         assert _line(silent) == _line(reader) == b'{"state": 0}\n'  # both served from here on
         received = []
+        progress = threading.Condition()
         reader.settimeout(None)
 
         def read() -> None:
             while chunk := reader.recv(65536):
-                received.append(len(chunk))
+                with progress:
+                    received.append(len(chunk))
+                    progress.notify_all()
 
         thread = threading.Thread(target=read, daemon=True)
         thread.start()
         line = '{"pad": "' + 'x' * 65000 + '"}'
         # Beyond what the kernel's socket buffers hold for the silent one, and its bound.
         count = 16 * MAX_OUTPUT_BYTES // len(line)
-        for _ in range(count):
+        for index in range(count):
+            # As fast as the reader reads: it never falls behind by its bound, however slowly
+            # a busy machine runs it.
+            behind_by = index * (len(line) + 1) - MAX_OUTPUT_BYTES // 2
+            with progress:
+                assert progress.wait_for(
+                    lambda behind_by=behind_by: sum(received) >= behind_by, 30
+                )
             server.broadcast(line)
-            time.sleep(0.002)
         server.broadcast('{"state": 1}')
         silent_bytes = 0
         with contextlib.suppress(ConnectionResetError):  # dropped: its connection ends

@@ -1,4 +1,4 @@
-"""Helpers of the score_player node tests (no tests here): a fast clock, a recording audio
+"""Helpers of the score_player node tests (no tests here): a recording audio
 player, a folder of small scores with its play list, the harness (the node with a fake
 trajectory_generator and clients) and a model of the motion the chunks command.
 
@@ -23,6 +23,7 @@ from rclpy.action import ActionClient  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
+from test_clock_support import SteerableClock  # noqa: E402
 
 from phil_control.core.play.timing import sample_hermite  # noqa: E402
 from phil_control.core.score import load_score, write_play_list  # noqa: E402
@@ -45,37 +46,6 @@ KEY = GraphKey.from_environment()  # the graph key the node under test reads (co
 
 def _ns(stamp) -> int:
     return stamp.sec * NS + stamp.nanosec
-
-
-class FastClock:
-    """CLOCK_MONOTONIC running SPEEDUP times faster (ns); `frozen` stops it for a while, so a
-    service call is handled at the instant the test decided to make it."""
-
-    def __init__(self) -> None:
-        self._real = time.monotonic_ns()
-        self._base = self._real
-        self._frozen: int | None = None
-
-    def __call__(self) -> int:
-        if self._frozen is not None:
-            return self._frozen
-        return self._base + int((time.monotonic_ns() - self._real) * SPEEDUP)
-
-    def stall(self, seconds: float) -> None:
-        """Let ``seconds`` pass at once (frozen or not): a machine too busy to run us."""
-        if self._frozen is not None:
-            self._frozen += int(seconds * NS)
-        else:
-            self._base += int(seconds * NS)
-
-    @contextlib.contextmanager
-    def frozen(self):
-        self._frozen = self()
-        try:
-            yield
-        finally:
-            self._base, self._real = self._frozen, time.monotonic_ns()
-            self._frozen = None
 
 
 class RecordingPlayer:
@@ -130,7 +100,7 @@ class Harness:
     clients, in one SingleThreadedExecutor (no callback of the node may block)."""
 
     def __init__(self, context, scores: Path, **parameters) -> None:
-        self.clock = FastClock()
+        self.clock = SteerableClock(SPEEDUP)
         self.audio = RecordingPlayer()
         parameters = {
             'play_list': str(scores / 'play_list.yaml'),

@@ -15,6 +15,7 @@ rclpy = pytest.importorskip('rclpy')
 
 from action_msgs.msg import GoalStatus  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
+from test_clock_support import SteerableClock  # noqa: E402
 from test_trajectory_generator_support import (  # noqa: E402
     MODEL,
     NAMES,
@@ -86,15 +87,21 @@ def test_a_motion_from_rest_starts_start_lead_after_it_is_planned(harness):
 
 
 def test_cancel_halts_without_a_jump_and_with_bounded_deceleration(harness):
-    h = harness()
-    handle = h.send(
-        'move', joint_names=['right_elbow', 'head_yaw'], positions_rad=[0.2, 1.2], duration_s=1.0
-    )
-    assert h.spin_until(lambda: h.chunks)
-    first = Played(h.chunks)
-    assert h.spin_until(lambda: first.relative(h.now_ns()) > first.start_s + 0.4)
-    cancel = handle.cancel_goal_async()
-    assert h.spin_until(cancel.done)
+    clock = SteerableClock()
+    h = harness(clock_ns=clock, publish_lead_s=0.1)  # a halt starts 0.1 s ahead
+    with clock.frozen():  # the cancel lands half way, however slow the test runs
+        handle = h.send(
+            'move',
+            joint_names=['right_elbow', 'head_yaw'],
+            positions_rad=[0.2, 1.2],
+            duration_s=1.0,
+        )
+        assert h.spin_until(lambda: h.chunks)
+        first = Played(h.chunks)
+        clock.stall(first.start_s + 0.5 - first.relative(h.now_ns()))
+        cancel = handle.cancel_goal_async()
+        assert h.spin_until(cancel.done)
+        assert h.spin_until(lambda: any(msg.replace for msg in h.chunks))  # halted
     response = h.result(handle)
     assert response.status == GoalStatus.STATUS_CANCELED
     assert not response.result.success and 'cancel' in response.result.reason
@@ -103,7 +110,7 @@ def test_cancel_halts_without_a_jump_and_with_bounded_deceleration(harness):
     assert len(replaced) == 1
     played = Played(h.chunks)
     halt_s = played.relative(_ns(h.chunks[replaced[0]].trajectory.header.stamp))
-    assert first.start_s < halt_s < first.start_s + 1.0
+    assert halt_s == pytest.approx(first.start_s + 0.5 + 0.1, abs=1e-6)
     origin = played.origin_ns
     assert all(Played([msg], origin).start_s >= halt_s for msg in h.chunks[replaced[0] :])
     before = Played(h.chunks[: replaced[0]], origin).sample(halt_s)
@@ -153,16 +160,18 @@ def test_bad_move_goals_are_aborted_with_the_reason_and_publish_nothing(harness,
 
 
 def test_look_pose_and_gesture_goals_queue_back_to_back(harness):
-    h = harness()
+    clock = SteerableClock()
+    h = harness(clock_ns=clock)
     goals = []
-    for name, fields in (
-        ('look', {'pan_rad': 0.3, 'tilt_rad': -0.2, 'duration_s': 0.3}),
-        ('pose', {'pose': 'ready', 'duration_s': 0.5}),
-        ('gesture', {'gesture': 'nod'}),
-    ):
-        count = len(h.states)
-        goals.append(h.send(name, **fields))
-        assert h.spin_until(lambda count=count: len(h.states) > count)  # planned in this order
+    with clock.frozen():  # sent at one instant: a slow test does not leave gaps between them
+        for name, fields in (
+            ('look', {'pan_rad': 0.3, 'tilt_rad': -0.2, 'duration_s': 0.3}),
+            ('pose', {'pose': 'ready', 'duration_s': 0.5}),
+            ('gesture', {'gesture': 'nod'}),
+        ):
+            count = len(h.states)
+            goals.append(h.send(name, **fields))
+            assert h.spin_until(lambda count=count: len(h.states) > count)  # in this order
     results = [h.result(goal, timeout_s=15.0) for goal in goals]
     assert [r.status for r in results] == [GoalStatus.STATUS_SUCCEEDED] * 3
     h.spin_for(0.1)

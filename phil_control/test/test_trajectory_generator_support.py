@@ -105,9 +105,12 @@ class Played:
 
 
 class Harness:
-    def __init__(self, context, **parameters) -> None:
+    def __init__(self, context, clock_ns: Callable[[], int] | None = None, **parameters) -> None:
         overrides = [Parameter(name, value=value) for name, value in parameters.items()]
-        self.node = TrajectoryGenerator(context=context, parameter_overrides=overrides)
+        self.clock_ns = clock_ns
+        self.node = TrajectoryGenerator(
+            context=context, parameter_overrides=overrides, clock_ns=clock_ns
+        )
         self.probe = rclpy.create_node('probe', context=context)
         self.chunks: list[TrajectoryChunk] = []
         self.states: list[JointState] = []
@@ -168,6 +171,8 @@ class Harness:
         return future.result()
 
     def now_ns(self) -> int:
+        if self.clock_ns is not None:
+            return self.clock_ns()
         return time.time_ns()  # the node's default stamp clock: the ROS (system) clock
 
     def close(self) -> None:
@@ -185,12 +190,12 @@ class Harness:
 
 @contextlib.contextmanager
 def harnesses(context) -> Iterator[Callable[..., Harness]]:
-    """A maker of harnesses (keyword arguments are node parameters); every one it made is
-    closed on leaving."""
+    """A maker of harnesses (keyword arguments are node parameters, and ``clock_ns`` the node's
+    injected clock); every one it made is closed on leaving."""
     created = []
 
-    def make(**parameters) -> Harness:
-        created.append(Harness(context, **parameters))
+    def make(clock_ns: Callable[[], int] | None = None, **parameters) -> Harness:
+        created.append(Harness(context, clock_ns, **parameters))
         created[-1].wait_ready()  # a harness that never gets ready is still closed
         return created[-1]
 

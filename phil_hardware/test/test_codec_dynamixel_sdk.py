@@ -197,7 +197,7 @@ def test_the_sdk_unstuffing_defect_is_real_and_ours_is_right():
     assert status.params == params
 
 
-def test_sdk_port_handler_over_pty_talks_to_codec_servo():
+def test_sdk_port_handler_over_pty_talks_to_codec_servo(patient_dynamixel_sdk):
     master_fd, slave_fd = os.openpty()
     tty.setraw(master_fd)
     tty.setraw(slave_fd)

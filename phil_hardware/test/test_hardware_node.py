@@ -113,13 +113,13 @@ def test_activate_then_a_stamped_chunk_moves_a_tmotor_and_a_wrist_to_the_target(
     index = [NAMES.index(name) for name in goals]
     target = np.array(list(goals.values()))
     assert wait_until(
-        lambda: np.degrees(np.abs(hardware.positions()[index] - target)).max() < 0.5, 5.0
+        lambda: np.degrees(np.abs(hardware.positions()[index] - target)).max() < 0.5, 15.0
     ), (np.degrees(hardware.positions()[index] - target), hardware.status.faults)
     time.sleep(0.3)  # settled: still there
     after = hardware.fresh_positions()
-    assert np.degrees(np.abs(after[index] - target)).max() < 0.5
+    assert np.degrees(np.abs(after[index] - target)).max() < HOLD_NOISE_DEG
     others = [i for i in range(13) if i not in index]
-    assert np.degrees(np.abs(after[others] - before[others])).max() < 0.5
+    assert np.degrees(np.abs(after[others] - before[others])).max() < HOLD_NOISE_DEG
     # Nothing moved before the chunk's absolute start time.
     early = [
         msg for msg in hardware.joint_states if stamp_ns(msg.header.stamp) < start_ns - 20_000_000
@@ -139,7 +139,7 @@ def test_joint_trajectory_moves_the_head_and_an_empty_one_holds(hardware):
     msg = JointTrajectory(joint_names=['head_yaw'])  # stamp 0: start now
     msg.points = cosine_points([start], [20 * DEG], 0.5)
     hardware.publish(hardware.trajectories, msg)
-    assert wait_until(lambda: abs(hardware.position('head_yaw') - 20 * DEG) < 0.5 * DEG, 4.0), (
+    assert wait_until(lambda: abs(hardware.position('head_yaw') - 20 * DEG) < 0.5 * DEG, 15.0), (
         math.degrees(hardware.position('head_yaw'))
     )
     # A slow move back, stopped early by an empty trajectory.
@@ -147,7 +147,7 @@ def test_joint_trajectory_moves_the_head_and_an_empty_one_holds(hardware):
     msg.points = cosine_points([20 * DEG], [-20 * DEG], 4.0)
     hardware.publish(hardware.trajectories, msg)
     abandoned_end = time.monotonic() + 4.0
-    assert wait_until(lambda: hardware.position('head_yaw') < 15 * DEG, 4.0)
+    assert wait_until(lambda: hardware.position('head_yaw') < 15 * DEG, 15.0)
     hardware.publish(hardware.trajectories, JointTrajectory())
 
     def settled() -> bool:
@@ -155,7 +155,7 @@ def test_joint_trajectory_moves_the_head_and_an_empty_one_holds(hardware):
         time.sleep(0.3)
         return abs(hardware.fresh_positions()[head] - before) < 0.2 * DEG
 
-    assert wait_until(settled, 4.0, 0.0), 'the head did not stop'
+    assert wait_until(settled, 15.0, 0.0), 'the head did not stop'
     held = hardware.position('head_yaw')
     assert held > -15 * DEG  # well short of the abandoned goal
     time.sleep(max(0.0, abandoned_end + 0.3 - time.monotonic()))
@@ -184,7 +184,7 @@ def test_estop_latches_ignores_chunks_and_reset_clears_it(hardware):
     # Motion is possible again.
     goal = held[elbow] + 10 * DEG
     hardware.send_chunk({'right_elbow': goal}, 0.4, 0.05, sequence=3)
-    assert wait_until(lambda: abs(hardware.position('right_elbow') - goal) < 0.5 * DEG, 4.0)
+    assert wait_until(lambda: abs(hardware.position('right_elbow') - goal) < 0.5 * DEG, 15.0)
 
 
 def test_foreign_inputs_neither_move_nor_unlatch_the_hardware(hardware):
@@ -209,7 +209,7 @@ def test_foreign_inputs_neither_move_nor_unlatch_the_hardware(hardware):
         head = JointTrajectory(joint_names=['head_yaw'])
         head.points = cosine_points([held[NAMES.index('head_yaw')]], [15 * DEG], 0.4)
         intruder.publish(intruder.trajectories, head)
-        assert wait_until(lambda: hardware.node.refused_inputs >= refused + 3, 5.0)
+        assert wait_until(lambda: hardware.node.refused_inputs >= refused + 3, 15.0)
         time.sleep(1.0)
         now = hardware.fresh_positions()
         assert np.degrees(np.abs(now - held)).max() < HOLD_NOISE_DEG, np.degrees(now - held)
@@ -243,7 +243,7 @@ def test_foreign_inputs_neither_move_nor_unlatch_the_hardware(hardware):
         assert not services & {'/hardware/change_state', '/hardware/reset'}, services
         time.sleep(0.5)
         assert hardware.lifecycle_state() == 'active' and hardware.status.estop
-        assert np.degrees(np.abs(hardware.fresh_positions() - held)).max() < 0.5
+        assert np.degrees(np.abs(hardware.fresh_positions() - held)).max() < HOLD_NOISE_DEG
     finally:
         intruder.close()
     assert hardware.request('reset').accepted
@@ -286,12 +286,12 @@ def test_an_injected_fault_is_reported_with_its_code_and_joint(
     hardware.wait_status(lambda s: s.lifecycle_state == 'active' and not s.faults)
     command(sim, f'fault {joint} {kind}')
     try:
-        hardware.wait_status(lambda s: (code, joint) in faults(s), 3.0)
+        hardware.wait_status(lambda s: (code, joint) in faults(s), 15.0)
         refused = hardware.request('reset')  # the cause is still there
         assert not refused.accepted and joint in refused.reason
     finally:
         command(sim, f'clear {joint}')
-    assert wait_until(lambda: hardware.request('reset').accepted, 3.0, 0.2)
+    assert wait_until(lambda: hardware.request('reset').accepted, 15.0, 0.2)
     hardware.wait_status(lambda s: not s.faults)
 
 
@@ -351,7 +351,7 @@ def test_a_dead_bus_loop_is_reported_and_the_node_recovers_by_configuring_again(
     assert hardware.request('activate').accepted
     hardware.wait_status(lambda s: s.lifecycle_state == 'active' and not s.faults)
     os.kill(hardware.bus_loop_pid(), signal.SIGKILL)
-    status = hardware.wait_status(lambda s: s.faults, 3.0)
+    status = hardware.wait_status(lambda s: s.faults, 15.0)
     assert faults(status) == [(Fault.CODE_PROCESS_DIED, '')], status.faults
     # The node stays responsive and says what is wrong.
     for response in (

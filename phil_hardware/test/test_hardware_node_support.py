@@ -169,7 +169,7 @@ class Harness:
     def status(self) -> HardwareStatus | None:
         return self.statuses[-1] if self.statuses else None
 
-    def wait_status(self, predicate, timeout_s: float = 5.0) -> HardwareStatus:
+    def wait_status(self, predicate, timeout_s: float = 15.0) -> HardwareStatus:
         if not wait_until(lambda: self.status is not None and predicate(self.status), timeout_s):
             raise AssertionError(
                 f'status condition not met in {timeout_s} s; last status: {self.status}'
@@ -177,7 +177,7 @@ class Harness:
         return self.status
 
     def positions(self) -> np.ndarray:
-        assert wait_until(lambda: self.joint_states, 5.0), 'no /joint_states'
+        assert wait_until(lambda: self.joint_states, 15.0), 'no /joint_states'
         return np.array(self.joint_states[-1].position)
 
     def position(self, joint: str) -> float:
@@ -186,7 +186,7 @@ class Harness:
     def fresh_positions(self) -> np.ndarray:
         """Positions from a message received after this call."""
         count = self.joint_state_count
-        assert wait_until(lambda: self.joint_state_count > count, 2.0), '/joint_states stopped'
+        assert wait_until(lambda: self.joint_state_count > count, 10.0), '/joint_states stopped'
         return self.positions()
 
     def bus_loop_pid(self) -> int | None:

@@ -68,7 +68,7 @@ def make_client(model, params, serial, priority: int) -> BusLoopClient:
     return BusLoopClient(BusLoopConfig(controller, RealtimeConfig(sched_priority=priority)))
 
 
-def wait_for(client, predicate, timeout_s=3.0):
+def wait_for(client, predicate, timeout_s=15.0):
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         snapshot = client.snapshot()
@@ -111,13 +111,12 @@ def test_full_cycle_with_sched_fifo(model, simulated):
             assert not future.done()
         finally:
             os.kill(client.pid, signal.SIGCONT)
-        assert future.result(5).ok
+        assert future.result(15).ok
         first = client.snapshot().publish_count
         wait_for(client, lambda s: s.publish_count > first)  # snapshots keep coming
         done = wait_for(
             client,
             lambda s: np.degrees(np.abs(np.array(s.positions_rad) - goal)).max() < 0.5,
-            timeout_s=4.0,
         )
         assert done.faults == () and done.chunks_accepted == 1
         stats = wait_for(client, lambda s: s.tick_window == 1000)  # first full window
@@ -206,7 +205,7 @@ def test_a_silent_node_and_the_estop_word_of_another_process_latch_the_active_lo
         beating.set()
         # A loaded machine can also delay the simulator's feedback past RELAXED: then the
         # reset waits for it to come back.
-        assert wait_for_true(lambda: client.reset().result(5).ok, 15.0)
+        assert wait_for_true(lambda: client.reset().result(15).ok, 15.0)
         wait_for(client, lambda s: not s.faults)
         name = client.config.estop_word
         subprocess.run(
@@ -292,7 +291,8 @@ def test_sigterm_leaves_the_motors_safe_and_a_stray_ctrl_c_is_ignored(model, sim
         os.kill(client.pid, signal.SIGTERM)
         assert wait_for_true(lambda: not client.alive, 10.0)
         assert client.exitcode == EXIT_TERMINATED
-        assert not torque_on(wrist.power_state)  # power stage shut down before exiting
+        # The power stage was shut down before the exit (the simulator may read it later).
+        assert wait_for_true(lambda: not torque_on(wrist.power_state))
     finally:
         client.stop()
 
@@ -320,7 +320,7 @@ def test_ctrl_c_during_stop_still_lets_the_loop_leave_safely_and_frees_the_block
     assert [name for name in os.listdir('/dev/shm') if name.startswith(ours)] == []
 
 
-def wait_for_true(predicate, timeout_s=5.0) -> bool:
+def wait_for_true(predicate, timeout_s=15.0) -> bool:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if predicate():

@@ -34,13 +34,14 @@ from phil_hardware.core.transport import (
 from phil_hardware.core.transport.udp_fast_path import MAX_FRAMES_PER_DATAGRAM, UdpFastPath
 
 SO_DETACH_FILTER = 27  # <asm-generic/socket.h>
+WAIT_S = 10.0  # a bound on waits for what must come, never an expectation of speed
 
 
 def unique_group() -> str:
     return f'ff11::7068:{random.randint(0x7000, 0xFFFF):x}'
 
 
-def drain_until(transport_: CanTransport, count: int, timeout_s: float = 1.0) -> list[CanFrame]:
+def drain_until(transport_: CanTransport, count: int, timeout_s: float = WAIT_S) -> list[CanFrame]:
     frames: list[CanFrame] = []
     deadline = time.monotonic() + timeout_s
     while len(frames) < count and time.monotonic() < deadline:
@@ -91,7 +92,7 @@ def test_virtual_bus_round_trip_counts_frames_and_skips_remote_frames():
     device = can.Bus(interface='virtual', channel=channel)
     try:
         assert controller.send(CanFrame(0x304, b'\x00\x00\x03\xe8', True))
-        message = device.recv(1.0)
+        message = device.recv(WAIT_S)
         assert (message.arbitration_id, bytes(message.data), message.is_extended_id) == (
             0x304,
             b'\x00\x00\x03\xe8',
@@ -174,7 +175,7 @@ def test_a_malformed_held_datagram_is_counted_and_its_whole_frames_kept():
             raw.sendto(msgpack.packb(datagram, use_bin_type=True), (group, 43113))
         frames: list[CanFrame] = []
         sent_at: list[float] = []
-        deadline = time.monotonic() + 2.0
+        deadline = time.monotonic() + WAIT_S
         while len(frames) < 4 and time.monotonic() < deadline:
             b.drain(frames, 1000, sent_at)
         pair = [CanFrame(0x181, b'\x01'), CanFrame(0x1ABCDEF, b'\x02\x03', True)]
@@ -200,7 +201,7 @@ def test_without_the_kernel_filter_own_frames_come_back_and_are_dropped_by_tag()
     try:
         assert a.send(CanFrame(0x80, b''))
         assert drain_until(b, 1) == [CanFrame(0x80, b'')]
-        deadline = time.monotonic() + 1.0
+        deadline = time.monotonic() + WAIT_S
         own: list[CanFrame] = []
         while a.echoes == 0 and time.monotonic() < deadline:
             a.drain(own)
@@ -220,7 +221,7 @@ def test_udp_multicast_frames_carry_their_send_time():
         after = time.monotonic()
         frames: list[CanFrame] = []
         sent_at: list[float] = []
-        deadline = time.monotonic() + 2.0
+        deadline = time.monotonic() + WAIT_S
         while not frames and time.monotonic() < deadline:
             b.drain(frames, sent_at=sent_at)
         assert frames == [CanFrame(0x181, b'\x01')]
@@ -234,7 +235,7 @@ def test_held_frames_leave_as_one_datagram_each_with_its_send_time_and_order():
     group = unique_group()
     a = CanTransport('can0', open_can_bus(CanBusParams('can0', 'udp_multicast', group, 10**6)))
     b = CanTransport('can0', open_can_bus(CanBusParams('can0', 'udp_multicast', group, 10**6)))
-    listener = can.Bus(interface='udp_multicast', channel=group, receive_own_messages=False)
+    listener = None  # python-can's bus: joins only for the single frame (held ones are ours)
     frames = [
         CanFrame(0x200 + index, bytes([index] * 8)) for index in range(MAX_FRAMES_PER_DATAGRAM + 5)
     ]
@@ -247,7 +248,7 @@ def test_held_frames_leave_as_one_datagram_each_with_its_send_time_and_order():
         # The first full datagram left when it filled up; the rest waits for the release.
         received: list[CanFrame] = []
         sent_at: list[float] = []
-        deadline = time.monotonic() + 2.0
+        deadline = time.monotonic() + WAIT_S
         while len(received) < MAX_FRAMES_PER_DATAGRAM and time.monotonic() < deadline:
             b.drain(received, 1000, sent_at)
         assert received == frames[:MAX_FRAMES_PER_DATAGRAM]
@@ -266,9 +267,9 @@ def test_held_frames_leave_as_one_datagram_each_with_its_send_time_and_order():
         listener = can.Bus(interface='udp_multicast', channel=group, receive_own_messages=False)
         a.hold()
         assert a.send(CanFrame(0x181, b'\x01')) and a.release()
-        message = listener.recv(2.0)
+        message = listener.recv(WAIT_S)
         while message is not None and message.arbitration_id != 0x181:
-            message = listener.recv(2.0)
+            message = listener.recv(WAIT_S)
         assert message is not None and bytes(message.data) == b'\x01'
     finally:
         if listener is not None:
@@ -324,7 +325,7 @@ def test_serial_port_on_a_pty_opens_and_exchanges_bytes(pty_pair):
         assert serial_transport.write(b'\xff\xff\xfd\x00\x01')
         assert os.read(master, 64) == b'\xff\xff\xfd\x00\x01'
         os.write(master, b'\x01\x02\x03')
-        deadline = time.monotonic() + 1.0
+        deadline = time.monotonic() + WAIT_S
         data = b''
         while len(data) < 3 and time.monotonic() < deadline:
             data += serial_transport.read()
@@ -399,7 +400,11 @@ def test_reading_the_line_never_waits_for_the_kernel(pty_pair, monkeypatch):
     finally:
         released.set()
         line.close()
-    assert not any(t.name == 'tty-reader-dxl' for t in threading.enumerate())
+    # close() waits a second for the reader; a busy machine may run it later, but it ends.
+    deadline = time.monotonic() + WAIT_S
+    while any(t.name == 'tty-reader-dxl' for t in threading.enumerate()):
+        assert time.monotonic() < deadline, 'the reader thread did not end'
+        time.sleep(0.01)
 
 
 @pytest.mark.timeout(30)

@@ -26,7 +26,7 @@ from phil_ros.testing import ros_test_context  # noqa: E402
 
 PROCESSES = 4
 READY_TIMEOUT_S = 60.0
-EXIT_TIMEOUT_S = 30.0
+EXIT_TIMEOUT_S = 45.0
 
 # Busy timers on a 4-thread executor, each publishing: the shape of the trajectory generator and
 # hardware nodes that used to fail on destroyed handles when QUIT arrived mid-callback.
@@ -60,9 +60,9 @@ BUSY_NODE = textwrap.dedent("""
             print(f'hook {self.hooks}', flush=True)
 
     # Generous: a busy machine took over 1 s to tear these nodes down.
-    node_runner.TEARDOWN_TIMEOUT_S = 5.0
+    node_runner.TEARDOWN_TIMEOUT_S = 10.0
     run_node(Busy, make_executor=lambda: MultiThreadedExecutor(num_threads=4))
-    time.sleep(5.5)  # the teardown guard is off once run_node returned
+    time.sleep(10.5)  # the teardown guard is off once run_node returned
     print('exited', flush=True)
 """)
 

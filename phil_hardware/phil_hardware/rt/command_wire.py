@@ -98,10 +98,15 @@ class CommandWire:
             try:
                 self._socket.sendall(data, socket.MSG_NOSIGNAL)
             except OSError as error:
-                self._on_failure(tag, f'send to the bus loop failed: {error}')
-            finally:
-                with self._lock:
-                    self._waiting -= 1
+                failure = f'send to the bus loop failed: {error}'
+            else:
+                failure = None
+            # No longer waiting before anyone hears of the failure: a send() after it goes
+            # straight to the socket and fails there.
+            with self._lock:
+                self._waiting -= 1
+            if failure is not None:
+                self._on_failure(tag, failure)
 
 
 class CommandReader:
