@@ -35,11 +35,21 @@ def pipe():
 
 def send_in_thread(wire: CommandWire, tag: object, message: object) -> None:
     """Send from another thread and check that the call returned (a blocked send would hang
-    the node's callback)."""
-    thread = threading.Thread(target=wire.send, args=(tag, message), daemon=True)
+    the node's callback) without an error (raised here)."""
+    errors: list[Exception] = []
+
+    def send() -> None:
+        try:
+            wire.send(tag, message)
+        except Exception as error:  # raised again in the test's thread
+            errors.append(error)
+
+    thread = threading.Thread(target=send, daemon=True)
     thread.start()
     thread.join(WAIT_S)
     assert not thread.is_alive(), 'send blocked'
+    if errors:
+        raise errors[0]
 
 
 def test_frames_are_those_a_connection_reads_in_order(pipe):
@@ -86,6 +96,16 @@ def test_a_closed_reader_fails_the_direct_send_and_reports_the_queued_one(pipe):
     assert all('send to the bus loop failed' in text for _, text in failures)
     with pytest.raises(BrokenPipeError):
         wire.send(3, (3, 'reset', None))
+
+
+def test_a_wire_without_room_for_a_waiting_command_is_refused():
+    writer, reader = multiprocessing.Pipe(duplex=True)
+    try:
+        with pytest.raises(ValueError, match='queue_size must be at least 1, not 0'):
+            CommandWire(writer.fileno(), lambda tag, text: None, queue_size=0)
+    finally:
+        writer.close()
+        reader.close()
 
 
 def test_a_frame_is_a_length_header_and_the_pickle():

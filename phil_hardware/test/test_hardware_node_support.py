@@ -260,7 +260,7 @@ def count_joint_state_stamps(context, seconds: float) -> list[int]:
     thread = threading.Thread(target=executor.spin, daemon=True)
     thread.start()
     try:
-        assert wait_until(lambda: stamps, 2.0), 'no /joint_states'
+        assert wait_until(lambda: stamps, 15.0), 'no /joint_states'
         assert wait_until(lambda: stamps[-1] - stamps[0] > (seconds + 0.4) * 1e9, seconds + 5.0)
     finally:
         executor.shutdown(timeout_sec=5.0)

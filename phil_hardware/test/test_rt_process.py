@@ -124,12 +124,12 @@ def test_full_cycle_with_sched_fifo(model, simulated):
         assert done.buses['can3'].frames_sent > 1000 and done.buses['dxl'].frames_received > 0
         assert done.connected == (True,) * 13
         bad = Chunk(('nose',), time.monotonic(), [0.1], [[0.0]], sequence=8)
-        rejected = client.send_chunk(bad).result(2)
+        rejected = client.send_chunk(bad).result(15)
         assert not rejected.ok and "unknown joint(s) 'nose'" in rejected.detail
-        client.estop().result(2)
+        client.estop().result(15)
         held = wait_for(client, lambda s: s.estop)
         assert held.faults[0].code == FaultCode.ESTOP and held.holding
-        reset = client.reset().result(2)
+        reset = client.reset().result(15)
         assert reset.ok, reset.detail
         assert wait_for(client, lambda s: not s.estop).faults == ()
     finally:
@@ -163,7 +163,7 @@ def test_a_dead_loop_is_reported_and_commands_fail_cleanly(model, simulated):
     snapshot = client.snapshot()
     assert snapshot.faults[-1].code == FaultCode.PROCESS_DIED
     with pytest.raises(BusLoopError, match='exited'):
-        client.configure().result(2)
+        client.configure().result(15)
     assert client.stop() == -signal.SIGKILL
 
 

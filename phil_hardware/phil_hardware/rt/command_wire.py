@@ -50,6 +50,8 @@ class CommandWire:
     def __init__(
         self, fileno: int, on_failure: Callable[[object, str], None], queue_size: int
     ) -> None:
+        if queue_size < 1:
+            raise ValueError(f'queue_size must be at least 1, not {queue_size}')
         self._socket = socket.socket(fileno=os.dup(fileno))
         self._on_failure = on_failure
         self._outbox: queue.SimpleQueue = queue.SimpleQueue()
