@@ -79,4 +79,7 @@ def test_the_calibration_run_gives_back_every_instruments_delay(tmp_path):
         calibration = load_timing_calibration(out)
         arms = np.mean([measured[n]['latency_s'] for n in expected if n != 'bass'])
         assert calibration.motion_lead_s > 0.002 and abs(calibration.pedal_lead_s) < 0.05
-        assert calibration.measured['snare']['strokes'] == 4 and arms > 0
+        assert arms > 0
+        # Every sound was heard, and only those (a stroke that did not land made none).
+        heard = {name: calibration.measured[name]['strokes'] for name in expected}
+        assert heard == {name: names.count(name) for name in expected}, (source, heard)
