@@ -35,3 +35,12 @@ def patient_dynamixel_sdk(monkeypatch):
     sys.setswitchinterval(0.0002)
     yield
     sys.setswitchinterval(interval)
+
+
+@pytest.fixture
+def patient_canopen_sdo(monkeypatch):
+    """canopen's SDO client waiting up to 10 s for a response instead of 0.3 s: the server
+    under test is a thread of this process, which a loaded machine may not run that soon."""
+    from canopen.sdo import SdoClient
+
+    monkeypatch.setattr(SdoClient, 'RESPONSE_TIMEOUT', 10.0)

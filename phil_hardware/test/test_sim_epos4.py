@@ -124,7 +124,7 @@ def test_upstream_probe_gets_an_abort_on_0x580_plus_n(rig):
     assert reply.service is SdoService.ABORT and reply.abort_code == 0x05040001
 
 
-def test_sdo_server_with_the_canopen_client(model, channel):
+def test_sdo_server_with_the_canopen_client(model, channel, patient_canopen_sdo):
     sim_bus = can.Bus(interface='virtual', channel=channel)
     network = canopen.Network()
     network.NOTIFIER_CYCLE = 0.05

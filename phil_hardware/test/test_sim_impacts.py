@@ -177,6 +177,30 @@ def test_streaming_in_chunks_equals_offline(model):
     assert streamed == offline
 
 
+def _fed_in_two(model, t, q, split: int) -> list:
+    detector = ImpactDetector(model)
+    return detector.feed(t[:split], q[:split]) + detector.feed(t[split:], q[split:])
+
+
+@pytest.mark.parametrize('after_lowest', [-2, -1, 0, 1, 2, 3])
+def test_a_turn_just_short_of_the_pad_or_the_press_angle_is_found_wherever_a_batch_ends(
+    model, after_lowest
+):
+    """A turning point needs the sample after it: one that is the last sample of a batch must
+    be looked at with the next batch (the device loop hands over 20 ms batches)."""
+    strike = model.kit.by_name('snare').strikes['right']
+    t, dz, _ = _stroke(dip_m=-0.005)  # lowest point 5 mm above the pad
+    q = _arm_trajectory(model, 'right', strike.position_m, strike.wrist_angle_rad, t, dz)
+    split = int(np.argmin(dz)) + 1 + after_lowest  # 0: the lowest sample ends the first batch
+    assert _fed_in_two(model, t, q, split) == detect_impacts(model, t, q)
+    assert len(detect_impacts(model, t, q)) == 1
+
+    t, q, _ = _pedal_strokes(model, -19.5, 1)  # turns 0.5 deg short of the press angle
+    split = int(np.argmin(q[:, model.joint('right_pedal').index])) + 1 + after_lowest
+    assert _fed_in_two(model, t, q, split) == detect_impacts(model, t, q)
+    assert [impact.instrument for impact in detect_impacts(model, t, q)] == ['bass']
+
+
 @pytest.mark.parametrize(
     ('pedal_deg', 'expected'), [(-3.0, 'open hihat'), (-13.0, 'closed hihat')]
 )

@@ -267,10 +267,14 @@ class ImpactDetector:
         turning = np.zeros(len(dt), dtype=bool)  # interval i ends in a lowest point
         turning[:-1] = (step[:-1] < 0) & (step[1:] >= 0)
         tolerance = self.config.hand_tolerance_m
+        # A turn needs the sample after the interval: the previous batch could not tell whether
+        # its last interval ended in one, so that interval (first - 1) is looked at for turns.
+        turning[: max(first - 1, 0)] = False
         for pad in self._pads[hand_index]:
             crossing = (z[:-1] > pad.height_m) & (z[1:] <= pad.height_m)
+            crossing[:first] = False
             near = turning & (z[1:] > pad.height_m) & (z[1:] <= pad.height_m + tolerance)
-            for i in np.nonzero((crossing | near)[first:])[0] + first:
+            for i in np.nonzero(crossing | near)[0]:
                 if crossing[i]:
                     frac = (z[i] - pad.height_m) / (z[i] - z[i + 1])
                 else:  # the vertex of the turn, within this interval or the next
@@ -308,10 +312,12 @@ class ImpactDetector:
             duration = t[i + 1] - t[i]
             speed = float(-step[i] / duration) if duration else 0.0
             candidates.append((float(t[i] + frac * duration), int(i), speed))
-        # Turning points that stay above the level but within the tolerance of it.
+        # Turning points that stay above the level but within the tolerance of it; the previous
+        # batch's last sample (first) could not be told a turning point there.
         turning = (step[:-1] < 0) & (step[1:] >= 0)
         near = (angle[1:-1] > level) & (angle[1:-1] <= level + self.config.pedal_tolerance_rad)
-        for j in np.nonzero((turning & near)[first:])[0] + first + 1:
+        from_turn = max(first - 1, 0)
+        for j in np.nonzero((turning & near)[from_turn:])[0] + from_turn + 1:
             candidates.append((_vertex_time(t[j - 1 : j + 2], angle[j - 1 : j + 2]), int(j), 0.0))
         impacts = []
         for time_s, index, speed in sorted(candidates):
