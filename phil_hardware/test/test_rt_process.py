@@ -178,7 +178,7 @@ def test_a_silent_node_and_the_estop_word_of_another_process_latch_the_active_lo
     )
     # Generous: the beating thread shares two cores with the simulator and the loop.
     client = BusLoopClient(
-        BusLoopConfig(controller, RealtimeConfig(sched_priority=0), node_timeout_s=2.0)
+        BusLoopConfig(controller, RealtimeConfig(sched_priority=0), node_timeout_s=5.0)
     )
     beating, stop = threading.Event(), threading.Event()
 
