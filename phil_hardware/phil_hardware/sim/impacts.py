@@ -263,13 +263,8 @@ class ImpactDetector:
         """
         z = tips[:, 2]
         best: dict[int, tuple[float, Pad, np.ndarray, float]] = {}
-        step = np.diff(z)
-        turning = np.zeros(len(dt), dtype=bool)  # interval i ends in a lowest point
-        turning[:-1] = (step[:-1] < 0) & (step[1:] >= 0)
+        turning = _lowest_points(z, first)
         tolerance = self.config.hand_tolerance_m
-        # A turn needs the sample after the interval: the previous batch could not tell whether
-        # its last interval ended in one, so that interval (first - 1) is looked at for turns.
-        turning[: max(first - 1, 0)] = False
         for pad in self._pads[hand_index]:
             crossing = (z[:-1] > pad.height_m) & (z[1:] <= pad.height_m)
             crossing[:first] = False
@@ -312,12 +307,10 @@ class ImpactDetector:
             duration = t[i + 1] - t[i]
             speed = float(-step[i] / duration) if duration else 0.0
             candidates.append((float(t[i] + frac * duration), int(i), speed))
-        # Turning points that stay above the level but within the tolerance of it; the previous
-        # batch's last sample (first) could not be told a turning point there.
-        turning = (step[:-1] < 0) & (step[1:] >= 0)
+        # Turning points that stay above the level but within the tolerance of it.
+        turning = _lowest_points(angle, first)[:-1]
         near = (angle[1:-1] > level) & (angle[1:-1] <= level + self.config.pedal_tolerance_rad)
-        from_turn = max(first - 1, 0)
-        for j in np.nonzero((turning & near)[from_turn:])[0] + from_turn + 1:
+        for j in np.nonzero(turning & near)[0] + 1:
             candidates.append((_vertex_time(t[j - 1 : j + 2], angle[j - 1 : j + 2]), int(j), 0.0))
         impacts = []
         for time_s, index, speed in sorted(candidates):
@@ -334,6 +327,19 @@ class ImpactDetector:
                 )
         arming.end_batch(angle, self.config.pedal_rearm_rad)
         return impacts
+
+
+def _lowest_points(values: np.ndarray, first: int) -> np.ndarray:
+    """Per sample interval ``i``: whether sample ``i + 1`` is a lowest point of ``values``.
+
+    Telling needs the sample after it, so the last interval is never one, and the previous
+    batch could not tell for its last interval: intervals are looked at from ``first - 1``.
+    """
+    step = np.diff(values)
+    turning = np.zeros(len(step), dtype=bool)
+    turning[:-1] = (step[:-1] < 0) & (step[1:] >= 0)
+    turning[: max(first - 1, 0)] = False
+    return turning
 
 
 def _vertex_time(t: np.ndarray, value: np.ndarray) -> float:
