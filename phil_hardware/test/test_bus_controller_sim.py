@@ -73,6 +73,10 @@ def test_discovers_all_13_configures_activates_and_follows_a_trajectory(active, 
     assert error.max() < 0.5, (error, ctl.faults())
     assert truth.max() < 0.5, truth
     assert ctl.faults() == ()
+    # Lockstep includes the PTY: every sync read is answered before the next goes out.
+    bank = ctl.dxl_banks['dxl']
+    assert bank.reads_sent > 300 and bank.missed_replies == 0, bank.missed_replies
+    assert active.clock.line.in_flight() == (0, 0)
     can3 = active.seen['can3']
     assert CanFrame(0x080, b'') in can3 and any(f.arbitration_id == 0x307 for f in can3)
     assert any(f.arbitration_id == 0x304 and f.is_extended_id for f in active.seen['can1'])

@@ -3,15 +3,19 @@ virtual buses and a PTY, a BusController on the other end of the same channels, 
 every frame.
 
 Controller and simulator run in lockstep on one virtual clock: each millisecond the controller
-ticks, then the simulator serves what was sent and advances its physics to the same instant. The
-steps are paced to the wall clock (never ahead of it, so the PTY's kernel hand-over always has
-the time it had on an idle machine), but a busy machine only makes them come later: what the
-rig computes does not depend on the load. (The real bus loop and the simulator as processes,
-with real time, are the whole-graph tests' and the benchmarks'.)"""
+ticks, then the simulator serves what was sent and advances its physics to the same instant.
+What the rig computes does not depend on the load: the virtual buses hand frames over at once,
+and a step begins only once the bytes of the last one have crossed the PTY (the kernel's tty
+worker moves them in its own time: a busy or paused machine makes the step come later, never
+the bytes). The steps are not paced to the wall clock. (The real bus loop and the simulator as
+processes, with real time, are the whole-graph tests' and the benchmarks'.)"""
 
 from __future__ import annotations
 
+import fcntl
 import random
+import struct
+import termios
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
@@ -34,27 +38,93 @@ FAST_TIMING = SequenceTiming(discovery_listen_s=0.15, origin_settle_s=0.05, sdo_
 STEP_S = 0.001
 
 
-class LockstepClock:
-    """Virtual time of controller and simulator (one :class:`~phil_hardware.core.clock.Clock`),
-    advanced one paced millisecond at a time; a controller's ``sleep`` (its lifecycle waits)
-    steps the simulator meanwhile."""
+class SerialLine:
+    """The Dynamixel PTY between the rig's controller and simulator, counted at both ends.
+
+    Bytes written at one end reach the other through the kernel's tty worker, in its own time.
+    :meth:`settle` waits until every byte written has arrived, so that no reply comes a step
+    later, or a hundred, because the machine was busy.
+    """
+
+    SETTLE_TIMEOUT_S = 10.0
+
+    def __init__(self, pty: CountingPty) -> None:
+        self.pty = pty
+        self._transport: SerialTransport | None = None
+        self._written_before = self._read_before = 0
+
+    def attach(self, transport: SerialTransport) -> SerialTransport:
+        """Watch the controller's newly opened end (bytes left over from an end closed
+        before it may still arrive: they only count as more than was awaited)."""
+        self._transport = transport
+        self._written_before, self._read_before = self.pty.bytes_written, self.pty.bytes_read
+        return transport
+
+    def in_flight(self) -> tuple[int, int]:
+        """Bytes (controller to simulator, simulator to controller) written and not arrived."""
+        transport = self._transport
+        if transport is None or not transport.port.is_open:
+            return 0, 0
+        at_simulator = self.pty.bytes_read - self._read_before + self.pty.bytes_waiting()
+        at_controller = transport.bytes_arrived
+        return (
+            max(0, transport.bytes_sent - at_simulator),
+            max(0, self.pty.bytes_written - self._written_before - at_controller),
+        )
+
+    def settle(self) -> None:
+        """Return once nothing written is still on its way (AssertionError after
+        :attr:`SETTLE_TIMEOUT_S` of wall time: the line lost bytes, a rig fault)."""
+        deadline = None
+        while any(pending := self.in_flight()):
+            if deadline is None:
+                deadline = time.monotonic() + self.SETTLE_TIMEOUT_S
+            elif time.monotonic() > deadline:
+                raise AssertionError(
+                    f'{pending[0]} bytes to the simulator and {pending[1]} to the controller '
+                    f'still on the PTY after {self.SETTLE_TIMEOUT_S} s'
+                )
+            time.sleep(0.0001)
+
+
+class CountingPty(PtyPort):
+    """:class:`PtyPort` that counts the bytes its master end reads and writes."""
 
     def __init__(self) -> None:
+        super().__init__()
+        self.bytes_read = self.bytes_written = 0
+
+    def read(self, max_bytes: int = 4096) -> bytes:
+        data = super().read(max_bytes)
+        self.bytes_read += len(data)
+        return data
+
+    def write(self, data: bytes) -> int:
+        written = super().write(data)
+        self.bytes_written += written
+        return written
+
+    def bytes_waiting(self) -> int:
+        """Bytes that arrived at the master end and were not read yet."""
+        return struct.unpack('i', fcntl.ioctl(self.fileno(), termios.FIONREAD, b'\0' * 4))[0]
+
+
+class LockstepClock:
+    """Virtual time of controller and simulator (one :class:`~phil_hardware.core.clock.Clock`),
+    advanced one millisecond at a time once the serial line has settled; a controller's
+    ``sleep`` (its lifecycle waits) steps the simulator meanwhile."""
+
+    def __init__(self, line: SerialLine) -> None:
         self._now_s = time.monotonic()
-        self._wall_deadline_s = self._now_s
+        self.line = line
         self.robot: SimulatedRobot | None = None
 
     def now(self) -> float:
         return self._now_s
 
     def advance(self) -> float:
-        """One millisecond later (not before the wall clock says so); the new time."""
-        self._wall_deadline_s += STEP_S
-        pause = self._wall_deadline_s - time.monotonic()
-        if pause > 0:
-            time.sleep(pause)
-        else:
-            self._wall_deadline_s = time.monotonic()  # late: go on from now, no burst
+        """One millisecond later, once the bytes of the last one have crossed; the new time."""
+        self.line.settle()
         self._now_s += STEP_S
         return self._now_s
 
@@ -73,7 +143,7 @@ class Rig:
     model: RobotModel
     robot: SimulatedRobot
     controller: BusController
-    pty: PtyPort
+    pty: CountingPty
     spies: dict[str, can.BusABC]
     sim_buses: dict[str, can.BusABC]
     clock: LockstepClock
@@ -136,8 +206,9 @@ def make_rig(
     spies = {
         name: can.Bus(interface='virtual', channel=channel) for name, channel in channels.items()
     }
-    pty = PtyPort()
-    clock = LockstepClock()
+    pty = CountingPty()
+    line = SerialLine(pty)
+    clock = LockstepClock(line)
     robot = clock.robot = SimulatedRobot(model, sim_buses, pty, clock=clock, config=sim_config)
     serial = {'dxl': replace(model.hardware.serial_buses['dxl'], port=pty.slave_path)}
     config = controller_config_from_model(
@@ -152,8 +223,8 @@ def make_rig(
             transports.can[name] = CanTransport(
                 name, can.Bus(interface='virtual', channel=channel)
             )
-        transports.serial['dxl'] = SerialTransport(
-            'dxl', open_serial_port(serial['dxl'], warnings.append)
+        transports.serial['dxl'] = line.attach(
+            SerialTransport('dxl', open_serial_port(serial['dxl'], warnings.append))
         )
         return transports
 

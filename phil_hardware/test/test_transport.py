@@ -397,6 +397,11 @@ def test_reading_the_line_never_waits_for_the_kernel(pty_pair, monkeypatch):
             data += line.read()
             time.sleep(0.001)
         assert data == b'\x01\x02\x03' and line.bytes_received == 3
+        os.write(master, b'\x04\x05')
+        while line.bytes_arrived < 5:  # the reader holds them for the next read
+            time.sleep(0.001)
+        assert line.bytes_received == 3 and line.read() == b'\x04\x05'
+        assert line.bytes_arrived == line.bytes_received == 5
     finally:
         released.set()
         line.close()

@@ -153,6 +153,12 @@ class SerialTransport:
         """The wrapped port object."""
         return self._port
 
+    @property
+    def bytes_arrived(self) -> int:
+        """Bytes the line has brought so far: those :meth:`read` returned and those the reader
+        thread holds for the next :meth:`read`."""
+        return self._reader.bytes_read if self._reader is not None else self.bytes_received
+
     def write(self, packet: bytes) -> bool:
         """Write one packet without waiting for a reply.
 

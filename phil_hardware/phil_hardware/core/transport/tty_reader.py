@@ -28,7 +28,11 @@ _AFTER_ERROR_S = 0.01
 
 
 class TtyReader:
-    """Reads descriptor ``fd`` in a daemon thread; :meth:`take` returns what it read."""
+    """Reads descriptor ``fd`` in a daemon thread; :meth:`take` returns what it read.
+
+    Attributes:
+        bytes_read: Bytes read from the line so far, taken or not (written by the thread).
+    """
 
     def __init__(self, fd: int, name: str) -> None:
         """Start reading ``fd`` (a non-blocking tty descriptor the caller keeps open until
@@ -42,6 +46,7 @@ class TtyReader:
         self._chunks: collections.deque[bytes] = collections.deque()
         self._errors: collections.deque[str] = collections.deque(maxlen=100)
         self._stop = threading.Event()
+        self.bytes_read = 0
         self._thread = threading.Thread(target=self._run, name=f'tty-reader-{name}', daemon=True)
         self._thread.start()
 
@@ -77,6 +82,7 @@ class TtyReader:
                 continue
             if data:
                 self._chunks.append(data)
+                self.bytes_read += len(data)
             else:  # end of file: the other end is gone (unplugged, simulator stopped)
                 self._errors.append('the line hung up (end of file)')
                 stop.wait(_AFTER_ERROR_S)
