@@ -24,6 +24,7 @@ import math
 import os
 import random
 import signal
+import sys
 import time
 
 import numpy as np
@@ -76,6 +77,21 @@ def simulator(tmp_path_factory):
     link = tmp_path_factory.mktemp('hardware_node') / 'ttyDXL'
     with running_simulator(base, link) as process:
         yield process, base, str(link)
+
+
+@pytest.fixture(autouse=True)
+def simulator_says_nothing(simulator):
+    """The simulator writes to stderr only when something is wrong with it: a device-loop
+    error or a refused niceness fails the test where it happened; a stall of its loop (the
+    machine did not run it; every device was silent meanwhile) is shown with the test."""
+    sim = simulator[0]
+    before = len(sim.stderr().splitlines())
+    yield
+    lines = sim.stderr().splitlines()[before:]
+    stalls = [line for line in lines if 'device loop stalled' in line]
+    if stalls:
+        print('\n'.join(stalls), file=sys.stderr)
+    assert [line for line in lines if line not in stalls] == []
 
 
 @pytest.fixture(scope='module')

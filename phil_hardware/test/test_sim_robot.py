@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 import uuid
@@ -353,3 +354,24 @@ def test_replies_leave_as_one_datagram_only_to_a_client_that_sends_them_so(model
     finally:
         device_side.shutdown()
         wire.close()
+
+
+@pytest.mark.timeout(30)
+def test_a_device_loop_that_did_not_run_says_so(model, caplog):
+    # Every simulated device is silent while the loop does not run: a feedback timeout it
+    # causes is the machine's, not a drive's, and the simulator says so.
+    bus = can.Bus(interface='virtual', channel=f'stall-{uuid.uuid4().hex}')
+    clock = ManualClock()
+    robot = SimulatedRobot(model, {'can0': bus}, clock=clock)
+    with caplog.at_level(logging.WARNING, logger='phil_hardware.sim.robot'):
+        robot.start()
+        try:
+            for gap_s in (0.05, 0.08, 0.35, 0.02):
+                clock.advance(gap_s)
+                while robot.time_s < clock.now():  # the pytest timeout bounds it
+                    time.sleep(0.001)
+        finally:
+            robot.stop()
+            bus.shutdown()
+    assert robot.stalls == 1 and robot.longest_stall_s == pytest.approx(0.35)
+    assert 'device loop stalled for 350 ms' in caplog.text

@@ -32,7 +32,8 @@ REPLY_TIMEOUT_S = 5.0
 
 
 class Simulator:
-    """The simulator subprocess with its stdout lines in a queue."""
+    """The simulator subprocess with its stdout lines in a queue and its stderr kept (both
+    read as they come: a full pipe would stop the simulator in its next write)."""
 
     def __init__(self, *args: str) -> None:
         self.process = subprocess.Popen(
@@ -43,7 +44,12 @@ class Simulator:
             text=True,
         )
         self.lines: queue.Queue[str | None] = queue.Queue()
+        self._stderr: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()
+        self._stderr_reader = threading.Thread(
+            target=self._stderr.extend, args=(self.process.stderr,), daemon=True
+        )
+        self._stderr_reader.start()
 
     def _read(self) -> None:
         for line in self.process.stdout:
@@ -68,9 +74,10 @@ class Simulator:
         return self.wait_for('ok', REPLY_TIMEOUT_S)[-1]
 
     def stderr(self) -> str:
-        if self.process.poll() is None:
-            return ''
-        return self.process.stderr.read()
+        """What the simulator wrote to stderr so far (all of it once it has ended)."""
+        if self.process.poll() is not None:
+            self._stderr_reader.join(REPLY_TIMEOUT_S)
+        return ''.join(self._stderr)
 
     def kill(self) -> None:
         if self.process.poll() is None:
