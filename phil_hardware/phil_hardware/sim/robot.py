@@ -38,6 +38,7 @@ from phil_hardware.sim.faults import FaultKind, InjectedFault
 from phil_hardware.sim.impact_feed import ImpactFeed
 from phil_hardware.sim.impacts import Impact, ImpactDetector
 from phil_hardware.sim.joint_history import JointHistory
+from phil_hardware.sim.loop_stalls import LoopStalls
 from phil_hardware.sim.robot_devices import build_devices, initial_positions
 
 _LOG = logging.getLogger(__name__)
@@ -47,9 +48,6 @@ _LOG = logging.getLogger(__name__)
 # targets, at their send times): replies to old SYNCs are old news and would only load the
 # buses.
 _MAX_FRAMES_PER_STEP = 256
-# A device loop that did not run for longer than this says so: every simulated device was silent
-# meanwhile, which no real drive would be (the machine, not the device, stopped) [s].
-STALL_REPORT_S = 0.1
 _SYNC = CanFrame(SYNC_COB_ID, b'')
 
 
@@ -141,8 +139,7 @@ class SimulatedRobot:
         self.syncs_skipped = 0  # stale SYNCs latched but not answered (see step)
         self.send_errors = 0
         self.loop_errors = 0
-        self.stalls = 0  # device-loop gaps longer than STALL_REPORT_S (see _run)
-        self.longest_stall_s = 0.0
+        self.stalls = LoopStalls()  # the device loop's gaps (see _run)
         self._record(self._time_s)
 
     def _warn_status_id_clash(self) -> None:
@@ -379,7 +376,7 @@ class SimulatedRobot:
         previous_s = self.clock.now()
         while not self._stop.is_set():
             now_s = self.clock.now()
-            self._note_stall(now_s - previous_s)
+            self.stalls.iteration(now_s, now_s - previous_s)
             previous_s = now_s
             try:
                 self.step(now_s, ready_fds=ready)
@@ -398,17 +395,6 @@ class SimulatedRobot:
             except (OSError, ValueError):
                 ready = None  # a descriptor was closed under us: shutting down
                 self._stop.wait(period)
-
-    def _note_stall(self, gap_s: float) -> None:
-        if gap_s <= STALL_REPORT_S:
-            return
-        self.stalls += 1
-        self.longest_stall_s = max(self.longest_stall_s, gap_s)
-        _LOG.warning(
-            'device loop stalled for %.0f ms (the machine did not run it): every simulated '
-            'device was silent meanwhile, as no real drive would be',
-            gap_s * 1e3,
-        )
 
     def __enter__(self) -> SimulatedRobot:
         return self.start()

@@ -1,0 +1,74 @@
+"""Gaps of the simulator's device loop, and where the time went.
+
+While the device loop does not run, every simulated device is silent, which no real drive would
+be: a feedback timeout then is the machine's. :class:`LoopStalls` counts the gaps and says for
+each whether the loop's thread was waiting for a CPU (its run delay, from the kernel's
+schedstat), the hypervisor had taken the CPU (steal), or neither (the thread was blocked).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+
+from phil_hardware.core.realtime import steal_ms
+
+_LOG = logging.getLogger('phil_hardware.sim.robot')
+#: A gap between two loop iterations longer than this is a stall [s].
+STALL_REPORT_S = 0.1
+#: How often the thread's run delay and the steal are read [s].
+SAMPLE_PERIOD_S = 1.0
+
+
+def run_delay_ms() -> float | None:
+    """Time the calling thread has waited on a run queue so far [ms], None where unknown."""
+    try:
+        with open('/proc/thread-self/schedstat') as schedstat:
+            return int(schedstat.read().split()[1]) / 1e6
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+class LoopStalls:
+    """Counts the device loop's stalls and reports each (call :meth:`iteration` from the
+    loop's thread only).
+
+    Attributes:
+        count: Gaps longer than :data:`STALL_REPORT_S`.
+        longest_s: The longest gap [s].
+    """
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.longest_s = 0.0
+        self._sampled_at_s = -math.inf
+        self._sample: tuple[float | None, float | None] = (None, None)
+
+    def iteration(self, now_s: float, gap_s: float) -> None:
+        """One loop iteration at ``now_s``, ``gap_s`` after the previous one [s]."""
+        if gap_s > STALL_REPORT_S:
+            self.count += 1
+            self.longest_s = max(self.longest_s, gap_s)
+            _LOG.warning(
+                'device loop stalled for %.0f ms (the machine did not run it): every simulated '
+                'device was silent meanwhile, as no real drive would be; %s',
+                gap_s * 1e3,
+                self._where_the_time_went(now_s),
+            )
+        if now_s - self._sampled_at_s >= SAMPLE_PERIOD_S:
+            self._sampled_at_s, self._sample = now_s, (run_delay_ms(), steal_ms())
+
+    def _where_the_time_went(self, now_s: float) -> str:
+        (waited_before, stolen_before), (waited, stolen) = (
+            self._sample,
+            (run_delay_ms(), steal_ms()),
+        )
+        parts = []
+        if waited is not None and waited_before is not None:
+            parts.append(f'this thread waited {waited - waited_before:.0f} ms for a CPU')
+        if stolen is not None and stolen_before is not None:
+            parts.append(f'the hypervisor took {stolen - stolen_before:.0f} ms of all CPUs')
+        window_ms = (now_s - self._sampled_at_s) * 1e3
+        if not parts or not math.isfinite(window_ms):
+            return 'where the time went is unknown here'
+        return f'in the last {window_ms:.0f} ms {" and ".join(parts)}'
