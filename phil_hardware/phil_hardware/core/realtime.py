@@ -210,6 +210,16 @@ def steal_ms() -> float | None:
         return None
 
 
+def run_delay_ms() -> float | None:
+    """Time the calling thread has waited on a run queue so far [ms] (its schedstat), or None
+    where there is no such count."""
+    try:
+        with open('/proc/thread-self/schedstat') as schedstat:
+            return int(schedstat.read().split()[1]) / 1e6
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def steal_during(before: float | None) -> float | None:
     """Steal time since ``before`` (a ``steal_ms()`` reading) [ms]."""
     after = steal_ms()

@@ -11,22 +11,13 @@ from __future__ import annotations
 import logging
 import math
 
-from phil_hardware.core.realtime import steal_ms
+from phil_hardware.core.realtime import run_delay_ms, steal_ms
 
 _LOG = logging.getLogger('phil_hardware.sim.robot')
 #: A gap between two loop iterations longer than this is a stall [s].
 STALL_REPORT_S = 0.1
 #: How often the thread's run delay and the steal are read [s].
 SAMPLE_PERIOD_S = 1.0
-
-
-def run_delay_ms() -> float | None:
-    """Time the calling thread has waited on a run queue so far [ms], None where unknown."""
-    try:
-        with open('/proc/thread-self/schedstat') as schedstat:
-            return int(schedstat.read().split()[1]) / 1e6
-    except (OSError, IndexError, ValueError):
-        return None
 
 
 class LoopStalls:
@@ -59,16 +50,15 @@ class LoopStalls:
             self._sampled_at_s, self._sample = now_s, (run_delay_ms(), steal_ms())
 
     def _where_the_time_went(self, now_s: float) -> str:
-        (waited_before, stolen_before), (waited, stolen) = (
-            self._sample,
-            (run_delay_ms(), steal_ms()),
-        )
+        waited_before, stolen_before = self._sample
+        waited, stolen = run_delay_ms(), steal_ms()
         parts = []
         if waited is not None and waited_before is not None:
             parts.append(f'this thread waited {waited - waited_before:.0f} ms for a CPU')
         if stolen is not None and stolen_before is not None:
             parts.append(f'the hypervisor took {stolen - stolen_before:.0f} ms of all CPUs')
-        window_ms = (now_s - self._sampled_at_s) * 1e3
-        if not parts or not math.isfinite(window_ms):
+        if not parts:
             return 'where the time went is unknown here'
+        # Sampled at the first iteration already: a stall comes later, so the window is finite.
+        window_ms = (now_s - self._sampled_at_s) * 1e3
         return f'in the last {window_ms:.0f} ms {" and ".join(parts)}'
