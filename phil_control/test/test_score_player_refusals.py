@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import os
 
+import numpy as np
 import pytest
 
 rclpy = pytest.importorskip('rclpy')
@@ -18,6 +19,7 @@ from test_score_player_support import (  # noqa: E402
     KEY,
     NS,
     PLAY_IDS,
+    READY,
     Spliced,
     _ns,
     harnesses,
@@ -32,7 +34,7 @@ from phil_control.score_player.config import (  # noqa: E402
     Config,
     default_play_list,
 )
-from phil_control.score_player.motion_stops import MAX_LATE_STARTS  # noqa: E402
+from phil_control.score_player.motion_stops import MAX_STARTS_AGAIN  # noqa: E402
 from phil_msgs.action import Play  # noqa: E402
 from phil_msgs.msg import Fault, HardwareStatus  # noqa: E402
 from phil_ros.graph_safety import signed_by  # noqa: E402
@@ -153,7 +155,7 @@ def test_a_hit_whose_first_chunk_came_too_late_starts_again_later_and_says_so(ha
         again = h.hit_chunks_after(len(h.chunks))
     response = h.result(handle)
     assert response.status == GoalStatus.STATUS_SUCCEEDED, response.result.reason
-    assert 'started 0.300 s late' in response.result.reason
+    assert 'started again 0.300 s late: its first chunk reached' in response.result.reason
     assert min(c.sequence for c in again) > max(c.sequence for c in first)
     # 0.3 s past its start when refused: it starts again 0.3 s later than the margin would.
     delay_ns = _ns(again[0].trajectory.header.stamp) - _ns(first[0].trajectory.header.stamp)
@@ -163,15 +165,60 @@ def test_a_hit_whose_first_chunk_came_too_late_starts_again_later_and_says_so(ha
     Spliced(again, _ns(again[0].trajectory.header.stamp)).assert_no_jump()
 
 
+def test_a_first_chunk_that_no_longer_joins_the_commanded_state_starts_again_from_it(harness):
+    """Just after a RESET the commanded state follows the joints settling on the hardware's
+    hold, so it can move on between the state a start was planned from and its first chunk's
+    arrival: the trajectory generator refuses that chunk. Nothing of the start moved, so the
+    HIT starts again from the newest commanded state and strikes once."""
+    h = harness()
+    with h.clock.frozen():
+        handle, first = h.sent_hit(instrument='snare')
+        settled = READY + 0.004
+        h.publish_state(positions_rad=settled)
+        h.refuse(
+            first[0],
+            'DISCONTINUOUS',
+            'left_wrist position at the chunk start is 0.8286 rad, the commanded position is '
+            '0.8328 rad (tolerance 0.001)',
+        )
+        h.refuse(first[1], 'DISCONTINUOUS', 'it continues a refused chunk')
+        again = h.hit_chunks_after(len(h.chunks))
+    response = h.result(handle)
+    assert response.status == GoalStatus.STATUS_SUCCEEDED, response.result.reason
+    assert response.result.reason.startswith('started again: the commanded state moved on')
+    assert min(c.sequence for c in again) > max(c.sequence for c in first)
+    np.testing.assert_allclose(again[0].trajectory.points[0].positions, settled, atol=1e-9)
+    assert len(h.hits) == 1
+
+
+@pytest.mark.parametrize('seen', [True, False], ids=['latch-seen', 'latch-unseen'])
+def test_a_goal_that_began_after_the_reset_plays_on_when_its_status_comes_late(harness, seen):
+    """The status that counts a RESET can reach us after the next goal began (the planner
+    heard it first and sent the goal): that goal's motion went out after the RESET, so the
+    latch did not drop it, whether or not its status reached us."""
+    h = harness()
+    statuses = h.probe.create_publisher(HardwareStatus, '/hardware/status', LATCHED)
+    statuses.publish(HardwareStatus(lifecycle_state='active', estop=seen))
+    assert h.spin_until(lambda: h.node._hardware_seen is not None)
+    reset = HardwareStatus(lifecycle_state='active', resets_granted=1)
+    reset.header.stamp.sec, reset.header.stamp.nanosec = divmod(h.clock(), NS)
+    handle = h.send('play', score='tiny')
+    statuses.publish(reset)
+    assert h.spin_until(lambda: h.node._hardware_seen.resets_granted == 1)
+    response = h.result(handle)
+    assert response.status == GoalStatus.STATUS_SUCCEEDED, response.result.reason
+    assert response.result.hits_played > 0
+
+
 def test_a_start_late_again_and_again_ends_the_goal_with_the_reason(harness):
     h = harness()
     with h.clock.frozen():
         handle, start = h.sent_hit(instrument='snare')
-        for late in range(MAX_LATE_STARTS + 1):
+        for late in range(MAX_STARTS_AGAIN + 1):
             h.clock.stall(0.4)
             count = len(h.chunks)
             h.refuse(start[0], 'LATE', 'starts in the past: 0.3 s')
-            if late < MAX_LATE_STARTS:
+            if late < MAX_STARTS_AGAIN:
                 start = h.hit_chunks_after(count)
         response = h.ended(handle)
     assert response.status == GoalStatus.STATUS_ABORTED
@@ -214,7 +261,9 @@ def test_a_latch_that_came_and_went_unseen_ends_the_play_at_the_status_before_it
     clear.header.stamp.sec, clear.header.stamp.nanosec = divmod(h.clock(), NS)
     statuses.publish(clear)
     assert h.spin_until(lambda: h.node._hardware_seen is not None)
-    statuses.publish(HardwareStatus(lifecycle_state='active', resets_granted=1))
+    reset = HardwareStatus(lifecycle_state='active', resets_granted=1)
+    reset.header.stamp.sec, reset.header.stamp.nanosec = divmod(h.clock(), NS)
+    statuses.publish(reset)
     response = h.ended(handle)
     assert response.status == GoalStatus.STATUS_ABORTED
     assert 'the hardware latched and a RESET cleared it' in response.result.reason

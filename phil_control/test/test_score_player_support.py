@@ -153,10 +153,11 @@ class Harness:
             )
         )
 
-    def publish_state(self, delay_s: float = 0.0) -> None:
-        """Latch the ready pose as the commanded state, reached ``delay_s`` from now."""
+    def publish_state(self, delay_s: float = 0.0, positions_rad=READY) -> None:
+        """Latch ``positions_rad`` (the ready pose) as the commanded state, reached ``delay_s``
+        from now."""
         self.state_ns = self.clock() + int(delay_s * NS)
-        msg = JointState(name=list(MODEL.joint_names), position=READY.tolist())
+        msg = JointState(name=list(MODEL.joint_names), position=list(positions_rad))
         msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(self.state_ns, NS)
         self.state.publish(msg)
         assert self.spin_until(

@@ -173,14 +173,34 @@ def test_a_latch_that_came_and_went_unseen_ends_goals_and_drops_queued_motion(ha
     statuses = h.probe.create_publisher(HardwareStatus, '/hardware/status', LATCHED)
     statuses.publish(HardwareStatus(lifecycle_state='active'))
     reset = HardwareStatus(lifecycle_state='active', resets_granted=1)
-    _move_ended_by(h, statuses, reset, 'a latch that a RESET cleared')
+    _move_ended_by(h, statuses, reset, 'a latch that a RESET cleared', stamp_now=True)
 
 
-def _move_ended_by(h, statuses, status: HardwareStatus, reason: str) -> None:
-    """A MOVE under way, then ``status`` published: the goal ends with ``reason`` and the rest
-    of the move is dropped."""
+def test_motion_sent_after_the_reset_plays_on_when_its_status_comes_late(harness):
+    """The status that counts a RESET can reach us after the next motion went out (the
+    planner heard it first): the latch did not drop that motion, so it plays to its end."""
+    h = harness()
+    statuses = h.probe.create_publisher(HardwareStatus, '/hardware/status', LATCHED)
+    statuses.publish(HardwareStatus(lifecycle_state='active'))
+    h.spin_for(0.1)
+    reset = HardwareStatus(lifecycle_state='active', resets_granted=1)
+    reset.header.stamp = TimeBase(h.now_ns()).stamp(0.0)
+    handle = h.send('move', joint_names=['right_elbow'], positions_rad=[1.2], duration_s=1.0)
+    assert h.spin_until(lambda: h.chunks)
+    statuses.publish(reset)
+    response = h.result(handle)
+    assert response.status == GoalStatus.STATUS_SUCCEEDED, response.result.reason
+
+
+def _move_ended_by(
+    h, statuses, status: HardwareStatus, reason: str, stamp_now: bool = False
+) -> None:
+    """A MOVE under way, then ``status`` published (``stamp_now``: stamped as it goes out):
+    the goal ends with ``reason`` and the rest of the move is dropped."""
     handle = h.send('move', joint_names=['right_elbow'], positions_rad=[1.2], duration_s=4.0)
     assert h.spin_until(lambda: h.chunks)
+    if stamp_now:
+        status.header.stamp = TimeBase(h.now_ns()).stamp(0.0)
     statuses.publish(status)
     response = h.result(handle)
     assert response.status == GoalStatus.STATUS_ABORTED

@@ -33,8 +33,9 @@ class Goal:
     begin: Callable[..., list[MotionChunk]]  # the session's start or hit, as the goal asked
     resolved: Future  # completed by finish(): the execute callback returns the outcome
     start_s: float = 0.0  # the first chunk's start (of the latest start)
+    sent_s: float = 0.0  # when the first chunks went out (of the latest start)
     first_sequence: int = 0  # the first chunk's sequence (of the latest start)
-    late_starts: int = 0  # starts again after the first chunks came too late
+    starts_again: int = 0  # after a first chunk that came too late or no longer joined
     note: str = ''  # said in the result when it succeeds (e.g. how late it started)
     hits: list[ScheduledHit] = field(default_factory=list)
     ending: str = ''  # why the play ends before its score does (stop, pause)
@@ -191,6 +192,7 @@ class GoalServers:
     def _go(self, goal: Goal, chunks: list[MotionChunk]) -> str | None:
         """Send the first chunks of ``goal`` and start its audio (lock held); the track."""
         goal.start_s, goal.first_sequence = chunks[0].start_time_s, chunks[0].sequence
+        goal.sent_s = self._now_s()
         if goal.kind == 'hit':
             goal.impact_s = self.session.commanded_hits[0].command_time_s
         self._ticks.resume()

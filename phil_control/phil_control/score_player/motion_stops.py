@@ -3,11 +3,17 @@ trajectory generator refused, the hardware's latch (ESTOP or a fault, stamped), 
 motion path gone silent. Only what reached the motors counts: the goal ends with the reason and
 no hit after the stop is reported.
 
-One refusal does not end the goal: a first chunk that reached the trajectory generator after
-its start (LATE: the machine was too busy to deliver it within the session's margin). Nothing
-of that start moved the robot (the trajectory generator refuses every chunk that continues a
-refused one), so the goal starts again, later by as much as the first start was late; the log
-and the goal's result say how late. A goal starts again at most ``MAX_LATE_STARTS`` times."""
+Two refusals of a goal's first chunk do not end it; nothing of that start moved the robot (the
+trajectory generator refuses every chunk that continues a refused one), so the goal starts
+again, and the log and the goal's result say why:
+
+* LATE: the chunk reached the trajectory generator after its start (the machine was too busy
+  to deliver it within the session's margin). The goal starts later by as much.
+* DISCONTINUOUS: the commanded state moved on after the one the start was planned from. While
+  nothing is commanded it follows the measured pose, which moves while the joints settle on the
+  hardware's hold (just after a RESET). The goal starts again from the newest commanded state.
+
+A goal starts again at most ``MAX_STARTS_AGAIN`` times."""
 
 from __future__ import annotations
 
@@ -19,7 +25,16 @@ from phil_msgs.msg import ChunkRejection, HardwareStatus
 
 # The nodes a play's motion goes through after this one: down, nothing more is played.
 _MOTION_NODES = ('/trajectory_generator', '/hardware')
-MAX_LATE_STARTS = 3
+MAX_STARTS_AGAIN = 3
+_WHY_AGAIN = {
+    RejectReason.LATE.name: (
+        'its first chunk reached the trajectory generator after its start (a busy machine)'
+    ),
+    RejectReason.DISCONTINUOUS.name: (
+        'the commanded state moved on after the one its first start was planned from (the '
+        'joints settling on the hold)'
+    ),
+}
 
 
 class MotionStops:
@@ -29,18 +44,18 @@ class MotionStops:
     def _on_rejected(self, msg: ChunkRejection) -> None:
         """The trajectory generator refused one of our chunks: nothing after it joins what
         the robot does, so the goal ends here (the robot holds where the accepted motion
-        ends) instead of playing on unheard; or, for a first chunk that came too late, the
-        goal starts again."""
+        ends) instead of playing on unheard; or, for a first chunk that came too late or no
+        longer joined the commanded state, the goal starts again."""
         with self._lock:
             goal = self._goal
             if goal is None or msg.sequence < goal.first_sequence:
                 return  # a chunk of a start that was started again
             if (
-                msg.code == RejectReason.LATE.name
+                msg.code in _WHY_AGAIN
                 and msg.sequence == goal.first_sequence
-                and goal.late_starts < MAX_LATE_STARTS
+                and goal.starts_again < MAX_STARTS_AGAIN
             ):
-                self._start_again(goal)
+                self._start_again(goal, _WHY_AGAIN[msg.code])
                 return
             self._goal = None
             reason = (
@@ -53,26 +68,32 @@ class MotionStops:
             result_type = Play.Result if goal.kind == 'play' else Hit.Result
             goal.finish('abort', result_type(success=False, reason=reason))
 
-    def _start_again(self, goal) -> None:
-        """Start ``goal`` again, as much later as its first chunk came too late (lock held)."""
+    def _start_again(self, goal, why: str) -> None:
+        """Start ``goal`` again from the newest commanded state, as much later as its first
+        start is past already (lock held)."""
         late_s = max(0.0, self._now_s() - goal.start_s)
-        goal.late_starts += 1
+        goal.starts_again += 1
         self.session.discard()
         chunks = self._begin(goal.begin, delay_s=late_s)
         self._go(goal, chunks)
-        goal.note = (
-            f'started {late_s:.3f} s late: its first chunk reached the trajectory generator '
-            'after its start (a busy machine)'
-        )
+        goal.note = f'started again{f" {late_s:.3f} s late" if late_s else ""}: {why}'
         self.get_logger().warning(f'{goal.kind} {goal.note}')
 
     def _on_hardware(self, msg: HardwareStatus) -> None:
         """The hardware latched: nothing after the latch was played. A latch can also come and
         go between two statuses that reach us (they keep depth 1; ESTOP and at once RESET):
-        the count of granted RESETs says so, and nothing after the status before it was."""
+        the count of granted RESETs says so, and nothing after the status before it was played.
+        That holds for a goal whose motion went out before the status that counts the RESET;
+        one that went out after it (the status came late) was not dropped and plays on."""
         with self._lock:
             before, self._hardware_seen = self._hardware_seen, msg
-            if before is not None and msg.resets_granted > before.resets_granted:
+            goal = self._goal
+            if (
+                goal is not None
+                and before is not None
+                and msg.resets_granted > before.resets_granted
+                and goal.sent_s < self._timebase.from_stamp(msg.header.stamp)
+            ):
                 self._motion_stopped(
                     self._timebase.from_stamp(before.header.stamp),
                     'the hardware latched and a RESET cleared it',

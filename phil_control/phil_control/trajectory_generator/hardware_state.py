@@ -5,6 +5,8 @@ until the first motion is commanded)."""
 
 from __future__ import annotations
 
+import math
+
 from phil_control.conversions import measured_positions
 from phil_msgs.msg import HardwareStatus, MotorStates
 
@@ -16,13 +18,19 @@ class HardwareState:
     def _on_hardware(self, msg: HardwareStatus) -> None:
         """Follow the hardware latch: on it, end every goal, drop queued chunks and start the
         commanded state over from the measured pose. A latch that came and went between two
-        statuses that reach us (they keep depth 1; ESTOP and at once RESET) counts too: the
-        count of granted RESETs says so."""
+        statuses that reach us (they keep depth 1; ESTOP and at once RESET) counts too, the
+        count of granted RESETs says so; but only for motion that went out before the status
+        that counts the RESET: what went out after it (this status came late) was not
+        dropped."""
         reason = ''
         if msg.estop or msg.faults:
             reason = msg.faults[0].reason if msg.faults else 'emergency stop'
         with self._lock:
-            unseen = msg.resets_granted > self._resets_granted and not self._latched
+            unseen = (
+                msg.resets_granted > self._resets_granted
+                and not self._latched
+                and self._moving_since_s < self._timebase.from_stamp(msg.header.stamp)
+            )
             self._resets_granted = msg.resets_granted
             latched_now = (reason and not self._latched) or unseen
             self._latched = reason
@@ -33,6 +41,7 @@ class HardwareState:
             for goal in list(self._goals):
                 self._resolve(goal, 'abort', f'the hardware latched: {reason}')
             self._pending.clear()
+            self._moving_since_s, self._sent_until_s = math.inf, -math.inf
             positions, _ = self._planner.sample(now)
             self._planner.forget(
                 self._measured if self._measured is not None else positions[0], now

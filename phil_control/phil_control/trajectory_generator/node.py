@@ -113,6 +113,11 @@ class TrajectoryGenerator(GoalServers, MotionQueue, ScoreChunks, HardwareState, 
         self._key = GraphKey.from_environment()
         self._latched = ''  # why the hardware is latched ('' while it is not)
         self._resets_granted = 0  # the hardware's count of granted RESETs, last seen
+        # When motion last went out after the sent motion had ended (inf: none since a latch),
+        # and where the sent motion ends: a latch seen only by its RESET dropped what went out
+        # before that RESET, never what went out after it.
+        self._moving_since_s = math.inf
+        self._sent_until_s = -math.inf
         self._refused_end_s = math.nan  # where the last chunk refused on ~/chunks ends
         self._measured = None  # the last measured positions (motor states)
         self._create_planner(initial)

@@ -1,10 +1,10 @@
 """The score player's chunks on ``~/chunks``: checked (the graph key's signature, the
 hardware's latch, continuity with the queued motion), forwarded to the hardware and queued; a
 refused one is named on ``~/rejected_chunks`` so the score player can start again (a first
-chunk that came too late) or end its play. A chunk that continues a refused one (it starts
-where that one ends and replaces nothing) is refused too: it could pass the continuity check
-only by chance (e.g. a motion that starts at rest), and would play a part of a start that the
-score player is about to send again."""
+chunk that came too late, or that no longer joins the commanded state) or end its play. A
+chunk that continues a refused one (it starts where that one ends and replaces nothing) is
+refused too: it could pass the continuity check only by chance (e.g. a motion that starts at
+rest), and would play a part of a start that the score player is about to send again."""
 
 from __future__ import annotations
 
@@ -38,6 +38,7 @@ class ScoreChunks:
                 if chunk.replace:
                     self._abort_moving_after(chunk.start_s, 'replaced by a chunk on ~/chunks')
                 self._chunk_pub.publish(msg)
+                self._note_sent(chunk)
                 self._publish_state()
             elif not isinstance(chunk, Rejection):
                 self._refused_end_s = chunk.start_s + float(chunk.times_from_start_s[-1])
