@@ -1,5 +1,6 @@
 """ROS messages <-> the cores' plain types, shared by the nodes of phil_control: stamps and
-durations (``TimeBase``), trajectory chunks, measured positions and the stamp clock.
+durations (``TimeBase``), trajectory chunks, measured positions, the hardware's latest RESET and
+the stamp clock.
 
 Core times are seconds since an epoch chosen by the node (its clock at start-up), so they stay
 small and keep full float precision; ``TimeBase`` converts them to and from absolute stamps.
@@ -17,7 +18,7 @@ from builtin_interfaces.msg import Duration, Time
 from trajectory_msgs.msg import JointTrajectoryPoint
 
 from phil_control.core.motion import Chunk, Rejection, RejectReason
-from phil_msgs.msg import MotorStates, TrajectoryChunk
+from phil_msgs.msg import HardwareStatus, MotorStates, TrajectoryChunk
 
 _NS_PER_S = 1_000_000_000
 #: Clocks a stamp can be on: the robot's CLOCK_MONOTONIC (one clock for every process, the bus
@@ -121,6 +122,13 @@ def msg_to_chunk(msg: TrajectoryChunk, timebase: TimeBase) -> Chunk | Rejection:
         replace=bool(msg.replace),
         sequence=int(msg.sequence),
     )
+
+
+def last_reset_s(status: HardwareStatus, timebase: TimeBase, now_s: float) -> float:
+    """Core time the hardware granted its latest RESET (``status.last_reset``); ``now_s`` when
+    the status does not say (then all motion sent so far counts as sent before it)."""
+    stamp = status.last_reset
+    return timebase.from_stamp(stamp) if stamp.sec or stamp.nanosec else now_s
 
 
 def measured_positions(

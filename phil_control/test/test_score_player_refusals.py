@@ -191,6 +191,19 @@ def test_a_first_chunk_that_no_longer_joins_the_commanded_state_starts_again_fro
     assert len(h.hits) == 1
 
 
+def test_a_first_chunk_that_does_not_join_an_unchanged_commanded_state_ends_the_goal(harness):
+    """No newer commanded state came since the start was planned: starting again would send
+    the same motion, so the goal ends with the refusal."""
+    h = harness()
+    with h.clock.frozen():
+        handle, first = h.sent_hit(instrument='snare')
+        h.refuse(first[0], 'DISCONTINUOUS', 'left_wrist position at the chunk start is 0.8286')
+        response = h.ended(handle)
+    assert response.status == GoalStatus.STATUS_ABORTED
+    assert f'refused chunk {first[0].sequence}: left_wrist position' in response.result.reason
+    assert not h.hits
+
+
 @pytest.mark.parametrize('seen', [True, False], ids=['latch-seen', 'latch-unseen'])
 def test_a_goal_that_began_after_the_reset_plays_on_when_its_status_comes_late(harness, seen):
     """The status that counts a RESET can reach us after the next goal began (the planner
@@ -201,8 +214,9 @@ def test_a_goal_that_began_after_the_reset_plays_on_when_its_status_comes_late(h
     statuses.publish(HardwareStatus(lifecycle_state='active', estop=seen))
     assert h.spin_until(lambda: h.node._hardware_seen is not None)
     reset = HardwareStatus(lifecycle_state='active', resets_granted=1)
-    reset.header.stamp.sec, reset.header.stamp.nanosec = divmod(h.clock(), NS)
+    reset.last_reset.sec, reset.last_reset.nanosec = divmod(h.clock(), NS)
     handle = h.send('play', score='tiny')
+    reset.header.stamp.sec, reset.header.stamp.nanosec = divmod(h.clock(), NS)
     statuses.publish(reset)
     assert h.spin_until(lambda: h.node._hardware_seen.resets_granted == 1)
     response = h.result(handle)
@@ -262,7 +276,7 @@ def test_a_latch_that_came_and_went_unseen_ends_the_play_at_the_status_before_it
     statuses.publish(clear)
     assert h.spin_until(lambda: h.node._hardware_seen is not None)
     reset = HardwareStatus(lifecycle_state='active', resets_granted=1)
-    reset.header.stamp.sec, reset.header.stamp.nanosec = divmod(h.clock(), NS)
+    reset.last_reset.sec, reset.last_reset.nanosec = divmod(h.clock(), NS)
     statuses.publish(reset)
     response = h.ended(handle)
     assert response.status == GoalStatus.STATUS_ABORTED

@@ -168,7 +168,8 @@ def test_goals_and_score_chunks_from_outside_the_graph_are_refused(harness):
 
 def test_a_latch_that_came_and_went_unseen_ends_goals_and_drops_queued_motion(harness):
     """ESTOP and at once RESET: the only status that reaches us counts the RESET; the hardware
-    dropped its queue at the latch, so nothing queued here may follow after the RESET."""
+    dropped its queue at the latch, so nothing queued here may follow after the RESET (nor
+    what went out after it, e.g. behind a stalled tick: it continues what was dropped)."""
     h = harness()
     statuses = h.probe.create_publisher(HardwareStatus, '/hardware/status', LATCHED)
     statuses.publish(HardwareStatus(lifecycle_state='active'))
@@ -178,15 +179,22 @@ def test_a_latch_that_came_and_went_unseen_ends_goals_and_drops_queued_motion(ha
 
 def test_motion_sent_after_the_reset_plays_on_when_its_status_comes_late(harness):
     """The status that counts a RESET can reach us after the next motion went out (the
-    planner heard it first): the latch did not drop that motion, so it plays to its end."""
+    planner heard it first): the latch did not drop that motion, so it plays to its end; nor
+    one that had ended before the status before it."""
     h = harness()
     statuses = h.probe.create_publisher(HardwareStatus, '/hardware/status', LATCHED)
-    statuses.publish(HardwareStatus(lifecycle_state='active'))
+    ended = h.result(h.send('move', joint_names=['right_elbow'], positions_rad=[0.9]))
+    assert ended.status == GoalStatus.STATUS_SUCCEEDED, ended.result.reason
+    h.spin_for(0.1)
+    clear = HardwareStatus(lifecycle_state='active')
+    clear.header.stamp = TimeBase(h.now_ns()).stamp(0.0)
+    statuses.publish(clear)
     h.spin_for(0.1)
     reset = HardwareStatus(lifecycle_state='active', resets_granted=1)
-    reset.header.stamp = TimeBase(h.now_ns()).stamp(0.0)
+    reset.last_reset = TimeBase(h.now_ns()).stamp(0.0)
     handle = h.send('move', joint_names=['right_elbow'], positions_rad=[1.2], duration_s=1.0)
     assert h.spin_until(lambda: h.chunks)
+    reset.header.stamp = TimeBase(h.now_ns()).stamp(0.0)
     statuses.publish(reset)
     response = h.result(handle)
     assert response.status == GoalStatus.STATUS_SUCCEEDED, response.result.reason
@@ -195,12 +203,12 @@ def test_motion_sent_after_the_reset_plays_on_when_its_status_comes_late(harness
 def _move_ended_by(
     h, statuses, status: HardwareStatus, reason: str, stamp_now: bool = False
 ) -> None:
-    """A MOVE under way, then ``status`` published (``stamp_now``: stamped as it goes out):
-    the goal ends with ``reason`` and the rest of the move is dropped."""
+    """A MOVE under way, then ``status`` published (``stamp_now``: its RESET granted as it goes
+    out): the goal ends with ``reason`` and the rest of the move is dropped."""
     handle = h.send('move', joint_names=['right_elbow'], positions_rad=[1.2], duration_s=4.0)
     assert h.spin_until(lambda: h.chunks)
     if stamp_now:
-        status.header.stamp = TimeBase(h.now_ns()).stamp(0.0)
+        status.last_reset = status.header.stamp = TimeBase(h.now_ns()).stamp(0.0)
     statuses.publish(status)
     response = h.result(handle)
     assert response.status == GoalStatus.STATUS_ABORTED

@@ -194,9 +194,16 @@ def test_estop_latches_ignores_chunks_and_reset_clears_it(hardware):
     now = hardware.fresh_positions()
     assert np.degrees(np.abs(now - held)).max() < HOLD_NOISE_DEG, np.degrees(now - held)
     assert hardware.status.estop and hardware.status.queued_chunks == 0
+    asked_ns = time.time_ns()
     response = hardware.request('reset')
     assert response.accepted, response.reason
-    hardware.wait_status(lambda s: not s.estop and not s.faults)
+    cleared = hardware.wait_status(lambda s: not s.estop and not s.faults)
+    # The status counts the RESET and says when it was granted: after it was asked, before
+    # the status (1 ms of slack: the node maps the loop's monotonic clock onto ROS time).
+    reset_ns = cleared.last_reset.sec * 10**9 + cleared.last_reset.nanosec
+    stamp_ns = cleared.header.stamp.sec * 10**9 + cleared.header.stamp.nanosec
+    assert cleared.resets_granted == 1
+    assert asked_ns - 10**6 <= reset_ns <= stamp_ns + 10**6
     # Motion is possible again.
     goal = held[elbow] + 10 * DEG
     hardware.send_chunk({'right_elbow': goal}, 0.4, 0.05, sequence=3)

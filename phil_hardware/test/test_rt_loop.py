@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import math
 import multiprocessing
 
 import pytest
@@ -171,8 +172,10 @@ def test_a_reset_clears_the_estops_asked_before_it_and_keeps_one_asked_after():
     rig.run()
     assert rig.replies == [(1, True, 'reset', [])]
     assert not rig.controller.safety.estop_latched
-    # The snapshot counts the granted RESET: the latch came and went between two snapshots.
+    # The snapshot counts the granted RESET, and says when: the latch came and went between
+    # two snapshots.
     assert not rig.snapshot.estop and rig.snapshot.resets_granted == 1
+    assert rig.snapshot.reset_granted_s <= rig.snapshot.time_s
     # An ESTOP after the RESET was asked: the RESET is refused and the ESTOP holds.
     word = CountingWord()
     rig = LoopRig(4, estop_word=word)
@@ -183,6 +186,7 @@ def test_a_reset_clears_the_estops_asked_before_it_and_keeps_one_asked_after():
     assert rig.replies == [(1, False, reason, [reason])]
     assert rig.controller.safety.estop_latched
     assert rig.snapshot.estop and rig.snapshot.resets_granted == 0
+    assert math.isnan(rig.snapshot.reset_granted_s)
 
 
 def test_the_loop_answers_each_command_through_the_pipe_in_order():

@@ -34,6 +34,7 @@ LOOP_VALUES = {
     'trace_count': 11,
     'estop_seen': 12,
     'estop_seen_s': 13.5,
+    'reset_granted_s': 14.5,
 }
 
 

@@ -1,7 +1,8 @@
 """The score player's goals: the ``~/play`` and ``~/hit`` action servers, what refuses a goal,
 how a play or a HIT starts (the session generates its motion; the first chunks go out at once;
-when they reach the trajectory generator too late to be taken, it starts again from then, see
-`MotionStops`) and how a goal that an unexpected exception broke ends."""
+when they reach the trajectory generator too late to be taken, or after the commanded state
+moved on, it starts again, see `MotionStops`) and how a goal that an unexpected exception broke
+ends."""
 
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ class Goal:
     resolved: Future  # completed by finish(): the execute callback returns the outcome
     start_s: float = 0.0  # the first chunk's start (of the latest start)
     sent_s: float = 0.0  # when the first chunks went out (of the latest start)
+    from_state: object = None  # the commanded state it was planned from (of the latest start)
     first_sequence: int = 0  # the first chunk's sequence (of the latest start)
     starts_again: int = 0  # after a first chunk that came too late or no longer joined
     note: str = ''  # said in the result when it succeeds (e.g. how late it started)
@@ -192,7 +194,7 @@ class GoalServers:
     def _go(self, goal: Goal, chunks: list[MotionChunk]) -> str | None:
         """Send the first chunks of ``goal`` and start its audio (lock held); the track."""
         goal.start_s, goal.first_sequence = chunks[0].start_time_s, chunks[0].sequence
-        goal.sent_s = self._now_s()
+        goal.sent_s, goal.from_state = self._now_s(), self._state
         if goal.kind == 'hit':
             goal.impact_s = self.session.commanded_hits[0].command_time_s
         self._ticks.resume()

@@ -9,14 +9,15 @@ again, and the log and the goal's result say why:
 
 * LATE: the chunk reached the trajectory generator after its start (the machine was too busy
   to deliver it within the session's margin). The goal starts later by as much.
-* DISCONTINUOUS: the commanded state moved on after the one the start was planned from. While
-  nothing is commanded it follows the measured pose, which moves while the joints settle on the
-  hardware's hold (just after a RESET). The goal starts again from the newest commanded state.
+* DISCONTINUOUS, when a newer commanded state came after the one the start was planned from:
+  while nothing is commanded it follows the measured pose, which moves while the joints settle
+  on the hardware's hold (just after a RESET). The goal starts again from the newest state.
 
 A goal starts again at most ``MAX_STARTS_AGAIN`` times."""
 
 from __future__ import annotations
 
+from phil_control.conversions import last_reset_s
 from phil_control.core.motion import RejectReason
 from phil_control.score_player import conversions as convert
 from phil_description.core.liveness import NodeDown
@@ -26,15 +27,6 @@ from phil_msgs.msg import ChunkRejection, HardwareStatus
 # The nodes a play's motion goes through after this one: down, nothing more is played.
 _MOTION_NODES = ('/trajectory_generator', '/hardware')
 MAX_STARTS_AGAIN = 3
-_WHY_AGAIN = {
-    RejectReason.LATE.name: (
-        'its first chunk reached the trajectory generator after its start (a busy machine)'
-    ),
-    RejectReason.DISCONTINUOUS.name: (
-        'the commanded state moved on after the one its first start was planned from (the '
-        'joints settling on the hold)'
-    ),
-}
 
 
 class MotionStops:
@@ -50,12 +42,9 @@ class MotionStops:
             goal = self._goal
             if goal is None or msg.sequence < goal.first_sequence:
                 return  # a chunk of a start that was started again
-            if (
-                msg.code in _WHY_AGAIN
-                and msg.sequence == goal.first_sequence
-                and goal.starts_again < MAX_STARTS_AGAIN
-            ):
-                self._start_again(goal, _WHY_AGAIN[msg.code])
+            why = self._why_start_again(goal, msg)
+            if why:
+                self._start_again(goal, why)
                 return
             self._goal = None
             reason = (
@@ -67,6 +56,21 @@ class MotionStops:
             self.session.discard()
             result_type = Play.Result if goal.kind == 'play' else Hit.Result
             goal.finish('abort', result_type(success=False, reason=reason))
+
+    def _why_start_again(self, goal, msg: ChunkRejection) -> str:
+        """Why ``goal`` starts again after the refusal ``msg`` ('' when it ends; lock held)."""
+        if msg.sequence != goal.first_sequence or goal.starts_again >= MAX_STARTS_AGAIN:
+            return ''
+        if msg.code == RejectReason.LATE.name:
+            return (
+                'its first chunk reached the trajectory generator after its start (a busy machine)'
+            )
+        if msg.code == RejectReason.DISCONTINUOUS.name and self._state is not goal.from_state:
+            return (
+                'the commanded state moved on after the one its first start was planned from '
+                '(the joints settling on the hold)'
+            )
+        return ''
 
     def _start_again(self, goal, why: str) -> None:
         """Start ``goal`` again from the newest commanded state, as much later as its first
@@ -83,8 +87,8 @@ class MotionStops:
         """The hardware latched: nothing after the latch was played. A latch can also come and
         go between two statuses that reach us (they keep depth 1; ESTOP and at once RESET):
         the count of granted RESETs says so, and nothing after the status before it was played.
-        That holds for a goal whose motion went out before the status that counts the RESET;
-        one that went out after it (the status came late) was not dropped and plays on."""
+        That holds for a goal whose motion went out before the RESET; one that went out after
+        it (the status came late) was not dropped and plays on."""
         with self._lock:
             before, self._hardware_seen = self._hardware_seen, msg
             goal = self._goal
@@ -92,7 +96,7 @@ class MotionStops:
                 goal is not None
                 and before is not None
                 and msg.resets_granted > before.resets_granted
-                and goal.sent_s < self._timebase.from_stamp(msg.header.stamp)
+                and goal.sent_s < last_reset_s(msg, self._timebase, self._now_s())
             ):
                 self._motion_stopped(
                     self._timebase.from_stamp(before.header.stamp),

@@ -8,7 +8,8 @@ joints, absolute start stamps; the trajectory_generator validates and forwards t
 past, see below); subscribes
 ``trajectory_generator/commanded_state`` (the start pose; a play starts no earlier than its stamp)
 and ``trajectory_generator/rejected_chunks`` (a refused chunk aborts the running goal; a first
-chunk refused for coming too late starts it again, see ``motion_stops``).
+chunk refused for coming too late, or for not joining a commanded state that has moved on since,
+starts it again, see ``motion_stops``).
 
 Play goals: ``score`` is a play-list id (a path is refused and nothing is opened for it);
 ``speed`` 0 means 1.0, else 0.5..2.0; ``resume`` plays from ``start_bar`` (default: the saved

@@ -5,10 +5,12 @@ until the first motion is commanded)."""
 
 from __future__ import annotations
 
-import math
-
-from phil_control.conversions import measured_positions
+from phil_control.conversions import last_reset_s, measured_positions
+from phil_control.core.motion import Chunk
 from phil_msgs.msg import HardwareStatus, MotorStates
+
+# Chunks remembered as sent (0.02 to 0.5 s each): far more than go out between two statuses.
+SENT_CHUNKS_KEPT = 256
 
 
 class HardwareState:
@@ -19,9 +21,8 @@ class HardwareState:
         """Follow the hardware latch: on it, end every goal, drop queued chunks and start the
         commanded state over from the measured pose. A latch that came and went between two
         statuses that reach us (they keep depth 1; ESTOP and at once RESET) counts too, the
-        count of granted RESETs says so; but only for motion that went out before the status
-        that counts the RESET: what went out after it (this status came late) was not
-        dropped."""
+        count of granted RESETs says so, when motion went out before that RESET and ran past
+        the status before: what went out after it (this status came late) was not dropped."""
         reason = ''
         if msg.estop or msg.faults:
             reason = msg.faults[0].reason if msg.faults else 'emergency stop'
@@ -29,8 +30,9 @@ class HardwareState:
             unseen = (
                 msg.resets_granted > self._resets_granted
                 and not self._latched
-                and self._moving_since_s < self._timebase.from_stamp(msg.header.stamp)
+                and self._sent_into_latch(last_reset_s(msg, self._timebase, self._now_s()))
             )
+            self._status_s = self._timebase.from_stamp(msg.header.stamp)
             self._resets_granted = msg.resets_granted
             latched_now = (reason and not self._latched) or unseen
             self._latched = reason
@@ -41,7 +43,7 @@ class HardwareState:
             for goal in list(self._goals):
                 self._resolve(goal, 'abort', f'the hardware latched: {reason}')
             self._pending.clear()
-            self._moving_since_s, self._sent_until_s = math.inf, -math.inf
+            self._sent.clear()
             positions, _ = self._planner.sample(now)
             self._planner.forget(
                 self._measured if self._measured is not None else positions[0], now
@@ -51,6 +53,15 @@ class HardwareState:
             f'hardware latched ({reason}): goals ended, queued motion '
             'dropped; the commanded state follows the measured pose'
         )
+
+    def _note_sent(self, chunk: Chunk) -> None:
+        """Remember that ``chunk`` went to the hardware now (lock held)."""
+        self._sent.append((self._now_s(), chunk.start_s + float(chunk.times_from_start_s[-1])))
+
+    def _sent_into_latch(self, reset_s: float) -> bool:
+        """Whether a chunk went out before ``reset_s`` and ran past the last status (which
+        showed no latch): the latch, between the two, dropped it (lock held)."""
+        return any(sent_s < reset_s and end_s > self._status_s for sent_s, end_s in self._sent)
 
     def _on_motor_states(self, msg: MotorStates) -> None:
         with self._lock:

@@ -58,14 +58,6 @@ class MotionQueue:
         self._chunk_pub.publish(sign_message(self._key, chunk_to_msg(chunk, self._timebase)))
         self._note_sent(chunk)
 
-    def _note_sent(self, chunk: Chunk) -> None:
-        """Count ``chunk`` as sent to the hardware now (lock held): motion that goes out after
-        the sent motion ended starts a new stretch (see ``_moving_since_s``)."""
-        now = self._now_s()
-        if self._sent_until_s < now:
-            self._moving_since_s = now
-        self._sent_until_s = max(self._sent_until_s, chunk.start_s + chunk.times_from_start_s[-1])
-
     def _publish_state(self) -> None:
         self._state_pub.publish(
             convert.joint_state_msg(self.model.joint_names, self._planner.state, self._timebase)

@@ -70,7 +70,7 @@ from phil_control.core.motion import Chunk, MotionPlanner
 from phil_control.trajectory_generator import trajectory_log
 from phil_control.trajectory_generator.config import Config
 from phil_control.trajectory_generator.goals import Goal, GoalServers
-from phil_control.trajectory_generator.hardware_state import HardwareState
+from phil_control.trajectory_generator.hardware_state import SENT_CHUNKS_KEPT, HardwareState
 from phil_control.trajectory_generator.motion import MotionQueue
 from phil_control.trajectory_generator.score_chunks import ScoreChunks
 from phil_description.core import default_robot_model
@@ -113,11 +113,11 @@ class TrajectoryGenerator(GoalServers, MotionQueue, ScoreChunks, HardwareState, 
         self._key = GraphKey.from_environment()
         self._latched = ''  # why the hardware is latched ('' while it is not)
         self._resets_granted = 0  # the hardware's count of granted RESETs, last seen
-        # When motion last went out after the sent motion had ended (inf: none since a latch),
-        # and where the sent motion ends: a latch seen only by its RESET dropped what went out
-        # before that RESET, never what went out after it.
-        self._moving_since_s = math.inf
-        self._sent_until_s = -math.inf
+        # (sent, end) of the chunks sent to the hardware lately, and the stamp of the last
+        # hardware status: a latch seen only by its RESET came after that status and dropped
+        # what went out before the RESET and ran past that status, nothing else.
+        self._sent: deque[tuple[float, float]] = deque(maxlen=SENT_CHUNKS_KEPT)
+        self._status_s = -math.inf
         self._refused_end_s = math.nan  # where the last chunk refused on ~/chunks ends
         self._measured = None  # the last measured positions (motor states)
         self._create_planner(initial)

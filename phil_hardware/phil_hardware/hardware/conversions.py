@@ -178,6 +178,8 @@ def hardware_status_msg(
     status.estop = bool(snapshot.estop)
     status.faults += [fault_msg(fault, clock) for fault in snapshot.faults]
     status.resets_granted = int(snapshot.resets_granted)
+    if math.isfinite(snapshot.reset_granted_s):
+        status.last_reset = clock.to_stamp(snapshot.reset_granted_s)
     status.missing_motors = list(snapshot.missing_motors)
     status.queued_chunks = int(snapshot.queued_chunks)
     if snapshot.queued_chunks and math.isfinite(snapshot.queue_end_s):

@@ -107,6 +107,7 @@ class BusLoop(LoopCommands):
         self.loop_errors = 0
         self.commands_handled = 0
         self.resets_granted = 0  # RESETs that cleared every latch
+        self.reset_granted_s = math.nan  # when the latest of them was (robot monotonic, s)
         self.trace_count = 0
         self.last_error = ''
         self.exit_code = 0
@@ -267,6 +268,7 @@ class BusLoop(LoopCommands):
                 'loop_errors': self.loop_errors,
                 'commands_handled': self.commands_handled,
                 'resets_granted': self.resets_granted,
+                'reset_granted_s': self.reset_granted_s,
                 'trace_count': self.trace_count,
                 'estop_seen': self._estop_seen,
                 'estop_seen_s': self._estop_seen_s,

@@ -29,6 +29,7 @@ class LoopCommands:
     after_command: Callable[[], None] | None
     commands_handled: int
     resets_granted: int
+    reset_granted_s: float
     last_error: str
     _reader: CommandReader
     _stopping: bool
@@ -115,6 +116,7 @@ class LoopCommands:
             self._node_seen_s, self._node_silent = self.clock(), False
             if not reasons:
                 self.resets_granted += 1
+                self.reset_granted_s = self.clock()
             return not reasons, '; '.join(reasons) or 'reset', reasons
         if name == 'shutdown':
             ctl.shutdown()

@@ -74,6 +74,7 @@ SCALAR_FIELDS = (
     'dxl_missed_replies',
     'commands_handled',
     'resets_granted',
+    'reset_granted_s',
     'trace_count',
     'estop_seen',
     'estop_seen_s',

@@ -89,6 +89,7 @@ class BusSnapshot:
     trace_count: int
     estop_seen: int = 0  # ESTOP word count the loop has acted on
     estop_seen_s: float = math.nan  # when it acted on the latest ESTOP (robot monotonic, s)
+    reset_granted_s: float = math.nan  # when the latest RESET was granted (robot monotonic, s)
     buses: dict[str, BusCounters] = field(default_factory=dict)
     realtime_report: dict = field(default_factory=dict)
     messages: tuple[str, ...] = ()
@@ -169,6 +170,7 @@ _SCALARS = (
     ('trace_count', int),
     ('estop_seen', int),
     ('estop_seen_s', float),
+    ('reset_granted_s', float),
 )
 
 
