@@ -126,9 +126,10 @@ def msg_to_chunk(msg: TrajectoryChunk, timebase: TimeBase) -> Chunk | Rejection:
 
 def last_reset_s(status: HardwareStatus, timebase: TimeBase, now_s: float) -> float:
     """Core time the hardware granted its latest RESET (``status.last_reset``); ``now_s`` when
-    the status does not say (then all motion sent so far counts as sent before it)."""
+    the status does not say or says a time to come (a stamp on another clock): then all motion
+    sent so far counts as sent before it."""
     stamp = status.last_reset
-    return timebase.from_stamp(stamp) if stamp.sec or stamp.nanosec else now_s
+    return min(timebase.from_stamp(stamp), now_s) if stamp.sec or stamp.nanosec else now_s
 
 
 def measured_positions(

@@ -150,3 +150,15 @@ def test_every_bus_counter_reads_back_under_its_bus(published):
         assert counters.frames_received == ctl.dxl_banks[bus].replies
         assert (counters.bits_sent, counters.bits_received) == (320, 330)
         assert (counters.send_errors, counters.receive_errors) == (34, 35)
+
+
+def test_the_hardware_status_is_stamped_at_its_snapshot_and_says_when_the_reset_was(published):
+    """A latch after the snapshot is not in the status, so the status is stamped with the
+    snapshot's time (not when it went out); it says when the latest RESET was granted."""
+    convert = pytest.importorskip('phil_hardware.hardware.conversions')  # needs ROS messages
+    _ctl, snapshot = published
+    clock = convert.ClockBridge()
+    status = convert.hardware_status_msg(snapshot, 'active', True, clock)
+    assert clock.to_monotonic_s(status.header.stamp) == pytest.approx(NOW_S, abs=1e-3)
+    assert clock.to_monotonic_s(status.last_reset) == pytest.approx(14.5, abs=1e-3)
+    assert status.resets_granted == 10

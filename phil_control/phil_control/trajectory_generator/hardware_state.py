@@ -32,7 +32,8 @@ class HardwareState:
                 and not self._latched
                 and self._sent_into_latch(last_reset_s(msg, self._timebase, self._now_s()))
             )
-            self._status_s = self._timebase.from_stamp(msg.header.stamp)
+            # Not after now: a status on another clock must not hide what went out before it.
+            self._status_s = min(self._timebase.from_stamp(msg.header.stamp), self._now_s())
             self._resets_granted = msg.resets_granted
             latched_now = (reason and not self._latched) or unseen
             self._latched = reason

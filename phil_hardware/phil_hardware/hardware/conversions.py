@@ -171,10 +171,12 @@ def hardware_status_msg(
     extra_faults: Sequence[Fault] = (),
 ) -> HardwareStatus:
     status = HardwareStatus(lifecycle_state=lifecycle_state, realtime=realtime)
-    status.header.stamp = clock.to_stamp(time.monotonic())
     status.faults = list(extra_faults)
     if snapshot is None:
+        status.header.stamp = clock.to_stamp(time.monotonic())
         return status
+    # The time of the state it reports: a latch after it is not in this status.
+    status.header.stamp = clock.to_stamp(snapshot.time_s)
     status.estop = bool(snapshot.estop)
     status.faults += [fault_msg(fault, clock) for fault in snapshot.faults]
     status.resets_granted = int(snapshot.resets_granted)

@@ -114,6 +114,7 @@ class StatePublishing:
             status.estop,
             tuple(f.reason for f in status.faults),
             tuple(status.missing_motors),
+            status.resets_granted,  # a latch that came and went: said at once
         )
         if always or key != self._last_status_key:
             if key != self._last_status_key:
