@@ -124,6 +124,28 @@ def msg_to_chunk(msg: TrajectoryChunk, timebase: TimeBase) -> Chunk | Rejection:
     )
 
 
+def stamp_ns(stamp: Time) -> int:
+    """A ``builtin_interfaces/Time`` in ns."""
+    return stamp.sec * _NS_PER_S + stamp.nanosec
+
+
+def latch_barrier_ns(status: HardwareStatus) -> int:
+    """A goal made before this time (CLOCK_REALTIME ns, as the graph key's goal ids say and the
+    hardware stamps) was decided before a latch that ``status`` shows or whose RESET it
+    counts: its snapshot's time when it shows a latch, else when the latest RESET was granted
+    (0: neither). Nothing decided before a latch may move the robot after it."""
+    if status.estop or status.faults:
+        return stamp_ns(status.header.stamp)
+    return stamp_ns(status.last_reset)
+
+
+#: Why a goal made before the latch barrier is refused.
+DECIDED_BEFORE_LATCH = (
+    'dropped: decided before the hardware latched (ESTOP or a fault, RESET since or not); '
+    'nothing decided before a latch moves the robot after it'
+)
+
+
 def last_reset_s(status: HardwareStatus, timebase: TimeBase, now_s: float) -> float:
     """Core time the hardware granted its latest RESET (``status.last_reset``); ``now_s`` when
     the status does not say or says a time to come (a stamp on another clock): then all motion

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+import time
 
 import numpy as np
 import pytest
@@ -37,7 +38,7 @@ from phil_control.score_player.config import (  # noqa: E402
 from phil_control.score_player.motion_stops import MAX_STARTS_AGAIN  # noqa: E402
 from phil_msgs.action import Play  # noqa: E402
 from phil_msgs.msg import Fault, HardwareStatus  # noqa: E402
-from phil_ros.graph_safety import signed_by  # noqa: E402
+from phil_ros.graph_safety import signed_by, signed_goal_id  # noqa: E402
 from phil_ros.qos import LATCHED  # noqa: E402
 from phil_ros.testing import ros_test_context  # noqa: E402
 
@@ -205,6 +206,30 @@ def test_a_first_chunk_that_does_not_join_an_unchanged_commanded_state_ends_the_
 
 
 @pytest.mark.parametrize('seen', [True, False], ids=['latch-seen', 'latch-unseen'])
+def test_a_goal_made_before_a_latch_is_dropped_however_late_it_comes(harness, seen):
+    """The planner made the goal, then the hardware latched (and maybe a RESET came) before
+    the goal reached us: nothing decided before a latch moves the robot after it, so it is
+    refused with the reason and nothing moves. A goal made after the RESET plays."""
+    h = harness()
+    statuses = h.probe.create_publisher(HardwareStatus, '/hardware/status', LATCHED)
+    made_before = signed_goal_id(KEY)
+    latched = HardwareStatus(lifecycle_state='active', estop=True)
+    latched.header.stamp.sec, latched.header.stamp.nanosec = divmod(time.time_ns(), NS)
+    reset = HardwareStatus(lifecycle_state='active', resets_granted=1)
+    reset.last_reset.sec, reset.last_reset.nanosec = divmod(time.time_ns(), NS)
+    for status in [latched, reset] if seen else [reset]:
+        statuses.publish(status)
+        assert h.spin_until(lambda s=status: h.node._hardware_seen == s)
+    response = h.result(h.send('play', goal_uuid=made_before, score='tiny'))
+    assert response.status == GoalStatus.STATUS_ABORTED
+    assert response.result.reason.startswith('dropped: decided before the hardware latched')
+    h.spin_until(lambda: h.chunks, 0.2)
+    assert h.chunks == []
+    response = h.result(h.send('play', score='tiny'))
+    assert response.status == GoalStatus.STATUS_SUCCEEDED, response.result.reason
+
+
+@pytest.mark.parametrize('seen', [True, False], ids=['latch-seen', 'latch-unseen'])
 def test_a_goal_that_began_after_the_reset_plays_on_when_its_status_comes_late(harness, seen):
     """The status that counts a RESET can reach us after the next goal began (the planner
     heard it first and sent the goal): that goal's motion went out after the RESET, so the
@@ -214,7 +239,7 @@ def test_a_goal_that_began_after_the_reset_plays_on_when_its_status_comes_late(h
     statuses.publish(HardwareStatus(lifecycle_state='active', estop=seen))
     assert h.spin_until(lambda: h.node._hardware_seen is not None)
     reset = HardwareStatus(lifecycle_state='active', resets_granted=1)
-    reset.last_reset.sec, reset.last_reset.nanosec = divmod(h.clock(), NS)
+    reset.last_reset.sec, reset.last_reset.nanosec = divmod(time.time_ns(), NS)
     handle = h.send('play', score='tiny')
     reset.header.stamp.sec, reset.header.stamp.nanosec = divmod(h.clock(), NS)
     statuses.publish(reset)
@@ -247,13 +272,14 @@ def test_the_hardware_latch_ends_the_play_and_no_later_hit_is_reported(harness):
     latch = h.probe.create_publisher(HardwareStatus, '/hardware/status', LATCHED)
     handle = h.send('play', score='long')
     assert h.spin_until(lambda: any(hit.bar >= 2 for hit in h.hits))
-    latched_ns = h.clock()
-    status = HardwareStatus(lifecycle_state='active', estop=True)
-    fault = Fault(code=Fault.CODE_ESTOP, reason='emergency stop (ESTOP word)')
-    fault.stamp.sec, fault.stamp.nanosec = divmod(latched_ns, NS)
-    status.faults = [fault]
-    latch.publish(status)
-    response = h.ended(handle)
+    with h.clock.frozen():  # no hit comes due while the status is on its way
+        latched_ns = h.clock()
+        status = HardwareStatus(lifecycle_state='active', estop=True)
+        fault = Fault(code=Fault.CODE_ESTOP, reason='emergency stop (ESTOP word)')
+        fault.stamp.sec, fault.stamp.nanosec = divmod(latched_ns, NS)
+        status.faults = [fault]
+        latch.publish(status)
+        response = h.ended(handle)
     assert response.status == GoalStatus.STATUS_ABORTED
     assert 'the hardware latched: emergency stop' in response.result.reason
     h.spin_until(lambda: False, 1.0)  # 10 s of play time at this clock
@@ -271,14 +297,15 @@ def test_a_latch_that_came_and_went_unseen_ends_the_play_at_the_status_before_it
     statuses = h.probe.create_publisher(HardwareStatus, '/hardware/status', LATCHED)
     handle = h.send('play', score='long')
     assert h.spin_until(lambda: any(hit.bar >= 2 for hit in h.hits))
-    clear = HardwareStatus(lifecycle_state='active')
-    clear.header.stamp.sec, clear.header.stamp.nanosec = divmod(h.clock(), NS)
-    statuses.publish(clear)
-    assert h.spin_until(lambda: h.node._hardware_seen is not None)
-    reset = HardwareStatus(lifecycle_state='active', resets_granted=1)
-    reset.last_reset.sec, reset.last_reset.nanosec = divmod(h.clock(), NS)
-    statuses.publish(reset)
-    response = h.ended(handle)
+    with h.clock.frozen():  # no hit comes due while the statuses are on their way
+        clear = HardwareStatus(lifecycle_state='active')
+        clear.header.stamp.sec, clear.header.stamp.nanosec = divmod(h.clock(), NS)
+        statuses.publish(clear)
+        assert h.spin_until(lambda: h.node._hardware_seen is not None)
+        reset = HardwareStatus(lifecycle_state='active', resets_granted=1)
+        reset.last_reset.sec, reset.last_reset.nanosec = divmod(time.time_ns(), NS)
+        statuses.publish(reset)
+        response = h.ended(handle)
     assert response.status == GoalStatus.STATUS_ABORTED
     assert 'the hardware latched and a RESET cleared it' in response.result.reason
     h.spin_until(lambda: False, 1.0)  # 10 s of play time at this clock

@@ -172,12 +172,13 @@ class Harness:
             self.executor.spin_once(timeout_sec=0.005)
         return bool(predicate())
 
-    def send(self, name: str, **fields):
+    def send(self, name: str, goal_uuid=None, **fields):
+        """Send a goal with ``goal_uuid`` (default: one made now, as the planner makes it)."""
         action = Play if name == 'play' else Hit
         future = self.actions[name].send_goal_async(
             action.Goal(**fields),
             feedback_callback=lambda msg: self.feedback.append(msg.feedback),
-            goal_uuid=signed_goal_id(KEY),  # as the behavior planner sends it
+            goal_uuid=goal_uuid or signed_goal_id(KEY),  # as the behavior planner sends it
         )
         assert self.spin_until(future.done)
         assert future.result().accepted  # bad goals are accepted, then aborted with a reason

@@ -41,7 +41,7 @@ from phil_msgs.msg import (  # noqa: E402
     TrajectoryChunk,
 )
 from phil_msgs.srv import Trigger  # noqa: E402
-from phil_ros.graph_safety import sign_message, signed_by  # noqa: E402
+from phil_ros.graph_safety import sign_message, signed_by, signed_goal_id  # noqa: E402
 from phil_ros.qos import LATCHED  # noqa: E402
 from phil_ros.testing import ros_test_context  # noqa: E402
 
@@ -175,6 +175,25 @@ def test_a_latch_that_came_and_went_unseen_ends_goals_and_drops_queued_motion(ha
     statuses.publish(HardwareStatus(lifecycle_state='active'))
     reset = HardwareStatus(lifecycle_state='active', resets_granted=1)
     _move_ended_by(h, statuses, reset, 'a latch that a RESET cleared', stamp_now=True)
+
+
+def test_a_goal_made_before_a_latch_is_dropped_however_late_it_comes(harness):
+    """The planner made the goal, then the hardware latched and a RESET came before the goal
+    reached us: it is refused with the reason and nothing moves; one made since moves."""
+    h = harness()
+    statuses = h.probe.create_publisher(HardwareStatus, '/hardware/status', LATCHED)
+    made_before = signed_goal_id(KEY)
+    reset = HardwareStatus(lifecycle_state='active', resets_granted=1)
+    reset.last_reset = TimeBase(h.now_ns()).stamp(0.0)
+    statuses.publish(reset)
+    h.spin_for(0.2)
+    response = h.result(h.send('look', goal_uuid=made_before, pan_rad=0.1, tilt_rad=0.1))
+    assert response.status == GoalStatus.STATUS_ABORTED
+    assert response.result.reason.startswith('dropped: decided before the hardware latched')
+    h.spin_for(0.3)
+    assert h.chunks == []
+    moved = h.result(h.send('look', pan_rad=0.1, tilt_rad=0.1, duration_s=0.3))
+    assert moved.status == GoalStatus.STATUS_SUCCEEDED, moved.result.reason
 
 
 def test_motion_sent_after_the_reset_plays_on_when_its_status_comes_late(harness):

@@ -154,11 +154,12 @@ class Harness:
     def spin_for(self, seconds: float) -> None:
         self.spin_until(lambda: False, seconds)
 
-    def send(self, name: str, **fields):
+    def send(self, name: str, goal_uuid=None, **fields):
+        """Send a goal with ``goal_uuid`` (default: one made now, as the planner makes it)."""
         future = self.clients[name].send_goal_async(
             ACTIONS[name].Goal(**fields),
             feedback_callback=self.feedback.append,
-            goal_uuid=signed_goal_id(KEY),  # as the behavior planner sends it
+            goal_uuid=goal_uuid or signed_goal_id(KEY),  # as the behavior planner sends it
         )
         assert self.spin_until(future.done)
         handle = future.result()

@@ -54,6 +54,15 @@ def test_a_goal_id_made_with_the_key_is_owned_and_any_changed_bit_breaks_it(bit)
     assert not KEY.owns_goal_id(made[:15]) and not KEY.owns_goal_id(b'')
 
 
+def test_a_goal_id_says_when_it_was_made_and_no_two_are_alike():
+    before = time.time_ns()
+    made = [KEY.goal_id() for _ in range(1000)]
+    after = time.time_ns()
+    times = [GraphKey.goal_made_ns(goal_id) for goal_id in made]
+    assert before <= times[0] and times == sorted(set(times)) and times[-1] <= after + 1000
+    assert all(KEY.owns_goal_id(goal_id) for goal_id in made)
+
+
 def test_random_goal_ids_are_not_owned():
     # A foreign client's goal ids are random: one in 2**64 would pass.
     assert not any(KEY.owns_goal_id(os.urandom(16)) for _ in range(2000))

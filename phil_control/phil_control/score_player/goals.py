@@ -14,10 +14,12 @@ from functools import partial
 from rclpy.action import ActionServer, CancelResponse
 from rclpy.task import Future
 
+from phil_control.conversions import DECIDED_BEFORE_LATCH
 from phil_control.core.play import MotionChunk, PlayAborted, ScheduledHit, SessionBusyError
 from phil_control.core.score import SpeedError, normalize_speed
 from phil_control.core.score.limits import quote
 from phil_control.score_player import conversions as convert
+from phil_description.core.graph_key import GraphKey
 from phil_msgs.action import Hit, Play
 from phil_ros.waking_future import complete, waking_future
 
@@ -34,7 +36,7 @@ class Goal:
     begin: Callable[..., list[MotionChunk]]  # the session's start or hit, as the goal asked
     resolved: Future  # completed by finish(): the execute callback returns the outcome
     start_s: float = 0.0  # the first chunk's start (of the latest start)
-    sent_s: float = 0.0  # when the first chunks went out (of the latest start)
+    made_ns: int = 0  # when the behavior planner made it (CLOCK_REALTIME, its goal id)
     from_state: object = None  # the commanded state it was planned from (of the latest start)
     first_sequence: int = 0  # the first chunk's sequence (of the latest start)
     starts_again: int = 0  # after a first chunk that came too late or no longer joined
@@ -105,6 +107,8 @@ class GoalServers:
                 'refused: goals here come only from the behavior planner of this graph '
                 '(send /phil/play or /phil/hit)'
             )
+        if GraphKey.goal_made_ns(goal_handle.goal_id.uuid) < self._latch_barrier_ns:
+            return DECIDED_BEFORE_LATCH
         if self._goal is not None:
             return f'busy: a {self._goal.kind} is still running; stop it or wait for DRUM END'
         if self._state is None:
@@ -194,7 +198,8 @@ class GoalServers:
     def _go(self, goal: Goal, chunks: list[MotionChunk]) -> str | None:
         """Send the first chunks of ``goal`` and start its audio (lock held); the track."""
         goal.start_s, goal.first_sequence = chunks[0].start_time_s, chunks[0].sequence
-        goal.sent_s, goal.from_state = self._now_s(), self._state
+        goal.from_state = self._state
+        goal.made_ns = GraphKey.goal_made_ns(goal.handle.goal_id.uuid)
         if goal.kind == 'hit':
             goal.impact_s = self.session.commanded_hits[0].command_time_s
         self._ticks.resume()

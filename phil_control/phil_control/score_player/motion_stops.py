@@ -17,7 +17,9 @@ A goal starts again at most ``MAX_STARTS_AGAIN`` times."""
 
 from __future__ import annotations
 
-from phil_control.conversions import last_reset_s
+import time
+
+from phil_control.conversions import latch_barrier_ns, stamp_ns
 from phil_control.core.motion import RejectReason
 from phil_control.score_player import conversions as convert
 from phil_description.core.liveness import NodeDown
@@ -87,16 +89,18 @@ class MotionStops:
         """The hardware latched: nothing after the latch was played. A latch can also come and
         go between two statuses that reach us (they keep depth 1; ESTOP and at once RESET):
         the count of granted RESETs says so, and nothing after the status before it was played.
-        That holds for a goal whose motion went out before the RESET; one that went out after
-        it (the status came late) was not dropped and plays on."""
+        That holds for a goal made before the RESET; one made after it (the status came late)
+        was not dropped and plays on. A goal made before a latch this status shows or counts
+        is refused from now on."""
         with self._lock:
             before, self._hardware_seen = self._hardware_seen, msg
+            self._latch_barrier_ns = max(self._latch_barrier_ns, latch_barrier_ns(msg))
             goal = self._goal
             if (
                 goal is not None
                 and before is not None
                 and msg.resets_granted > before.resets_granted
-                and goal.sent_s < last_reset_s(msg, self._timebase, self._now_s())
+                and goal.made_ns < (stamp_ns(msg.last_reset) or time.time_ns())
             ):
                 self._motion_stopped(
                     self._timebase.from_stamp(before.header.stamp),

@@ -101,6 +101,7 @@ class ScorePlayer(GoalServers, PlayTicks, PlayServices, MotionStops, Node):
         self._lock = threading.Lock()
         self._goal: Goal | None = None
         self._hardware_seen: HardwareStatus | None = None  # the last hardware status
+        self._latch_barrier_ns = 0  # goals made before it are dropped (latch_barrier_ns)
         self._closing = False
         self.audio: AudioPlayer = SilentPlayer()  # until the parameters choose one
         self._hit_log: HitLog | None = None

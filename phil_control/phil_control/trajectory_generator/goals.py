@@ -11,8 +11,10 @@ from functools import partial
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.task import Future
 
+from phil_control.conversions import DECIDED_BEFORE_LATCH
 from phil_control.core.motion import Rejection, RejectReason, chunk_trajectory
 from phil_control.trajectory_generator import conversions as convert
+from phil_description.core.graph_key import GraphKey
 from phil_msgs.action import Gesture, Look, Move, Pose
 from phil_ros.waking_future import complete, waking_future
 
@@ -78,6 +80,8 @@ class GoalServers:
                 )
             elif self._latched:
                 problem = f'the hardware is latched: {self._latched}'
+            elif GraphKey.goal_made_ns(goal_handle.goal_id.uuid) < self._latch_barrier_ns:
+                problem = DECIDED_BEFORE_LATCH
             elif isinstance(request, Rejection):
                 problem = str(request)
             elif len(self._goals) >= self.config.max_active_goals:

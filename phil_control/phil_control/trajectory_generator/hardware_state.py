@@ -5,8 +5,16 @@ until the first motion is commanded)."""
 
 from __future__ import annotations
 
-from phil_control.conversions import last_reset_s, measured_positions
+import time
+
+from phil_control.conversions import (
+    last_reset_s,
+    latch_barrier_ns,
+    measured_positions,
+    stamp_ns,
+)
 from phil_control.core.motion import Chunk
+from phil_description.core.graph_key import GraphKey
 from phil_msgs.msg import HardwareStatus, MotorStates
 
 # Chunks remembered as sent (0.02 to 0.5 s each): far more than go out between two statuses.
@@ -22,15 +30,21 @@ class HardwareState:
         commanded state over from the measured pose. A latch that came and went between two
         statuses that reach us (they keep depth 1; ESTOP and at once RESET) counts too, the
         count of granted RESETs says so, when motion went out before that RESET and ran past
-        the status before: what went out after it (this status came late) was not dropped."""
+        the status before, or a goal running was made before it: what went out after it (this
+        status came late) was not dropped. A goal made before a latch this status shows or
+        counts is refused from now on."""
         reason = ''
         if msg.estop or msg.faults:
             reason = msg.faults[0].reason if msg.faults else 'emergency stop'
         with self._lock:
+            self._latch_barrier_ns = max(self._latch_barrier_ns, latch_barrier_ns(msg))
             unseen = (
                 msg.resets_granted > self._resets_granted
                 and not self._latched
-                and self._sent_into_latch(last_reset_s(msg, self._timebase, self._now_s()))
+                and (
+                    self._sent_into_latch(last_reset_s(msg, self._timebase, self._now_s()))
+                    or self._goal_made_before(stamp_ns(msg.last_reset) or time.time_ns())
+                )
             )
             # Not after now: a status on another clock must not hide what went out before it.
             self._status_s = min(self._timebase.from_stamp(msg.header.stamp), self._now_s())
@@ -63,6 +77,10 @@ class HardwareState:
         """Whether a chunk went out before ``reset_s`` and ran past the last status (which
         showed no latch): the latch, between the two, dropped it (lock held)."""
         return any(sent_s < reset_s and end_s > self._status_s for sent_s, end_s in self._sent)
+
+    def _goal_made_before(self, time_ns: int) -> bool:
+        """Whether a running goal was made before ``time_ns`` (CLOCK_REALTIME; lock held)."""
+        return any(GraphKey.goal_made_ns(g.handle.goal_id.uuid) < time_ns for g in self._goals)
 
     def _on_motor_states(self, msg: MotorStates) -> None:
         with self._lock:

@@ -118,6 +118,7 @@ class TrajectoryGenerator(GoalServers, MotionQueue, ScoreChunks, HardwareState, 
         # what went out before the RESET and ran past that status, nothing else.
         self._sent: deque[tuple[float, float]] = deque(maxlen=SENT_CHUNKS_KEPT)
         self._status_s = -math.inf
+        self._latch_barrier_ns = 0  # goals made before it are refused (latch_barrier_ns)
         self._refused_end_s = math.nan  # where the last chunk refused on ~/chunks ends
         self._measured = None  # the last measured positions (motor states)
         self._create_planner(initial)

@@ -21,6 +21,7 @@ import hashlib
 import hmac
 import os
 import secrets
+import time
 from collections.abc import Mapping
 
 GRAPH_KEY_ENV = 'PHIL_GRAPH_KEY'
@@ -50,6 +51,7 @@ class GraphKey:
                 f'{GRAPH_KEY_ENV} must have at least {MIN_KEY_CHARS} characters, got {len(secret)}'
             )
         self._secret = secret.encode()
+        self._last_goal_ns = 0
 
     @staticmethod
     def generate() -> str:
@@ -88,11 +90,20 @@ class GraphKey:
         return hmac.compare_digest(self.sign(data), signature)
 
     def goal_id(self) -> bytes:
-        """A 16-byte action goal id that says it was made with this key: a random nonce and its
-        signature. Goals carry no other field a server could check without changing the
-        public action types."""
-        nonce = secrets.token_bytes(GOAL_NONCE_BYTES)
+        """A 16-byte action goal id that says it was made with this key, and when: its nonce is
+        the time it was made (CLOCK_REALTIME, ns; one process never makes two alike) and the
+        rest its signature. Goals carry no other field a server could check without changing
+        the public action types; a server drops a goal decided before a latch by that time."""
+        made_ns = max(time.time_ns(), self._last_goal_ns + 1)
+        self._last_goal_ns = made_ns
+        nonce = made_ns.to_bytes(GOAL_NONCE_BYTES, 'big')
         return nonce + self._goal_tag(nonce)
+
+    @staticmethod
+    def goal_made_ns(goal_id: bytes) -> int:
+        """When a goal id of :meth:`goal_id` was made (CLOCK_REALTIME, ns); check it with
+        :meth:`owns_goal_id` first."""
+        return int.from_bytes(bytes(goal_id)[:GOAL_NONCE_BYTES], 'big')
 
     def owns_goal_id(self, goal_id: bytes) -> bool:
         """True when ``goal_id`` came from :meth:`goal_id` with this key."""
