@@ -51,7 +51,12 @@ class TimeBase:
 
     def from_stamp(self, stamp: Time) -> float:
         """Core seconds of a ``builtin_interfaces/Time``."""
-        return self.to_seconds(stamp.sec * _NS_PER_S + stamp.nanosec)
+        return self.to_seconds(stamp_ns(stamp))
+
+
+def stamp_ns(stamp: Time) -> int:
+    """A ``builtin_interfaces/Time`` in ns."""
+    return stamp.sec * _NS_PER_S + stamp.nanosec
 
 
 def duration_msg(seconds: float) -> Duration:
@@ -124,11 +129,6 @@ def msg_to_chunk(msg: TrajectoryChunk, timebase: TimeBase) -> Chunk | Rejection:
     )
 
 
-def stamp_ns(stamp: Time) -> int:
-    """A ``builtin_interfaces/Time`` in ns."""
-    return stamp.sec * _NS_PER_S + stamp.nanosec
-
-
 def latch_barrier_ns(status: HardwareStatus) -> int:
     """A goal made before this time (CLOCK_REALTIME ns, as the graph key's goal ids say and the
     hardware stamps) was decided before a latch that ``status`` shows or whose RESET it
@@ -144,6 +144,12 @@ DECIDED_BEFORE_LATCH = (
     'dropped: decided before the hardware latched (ESTOP or a fault, RESET since or not); '
     'nothing decided before a latch moves the robot after it'
 )
+
+
+def last_reset_ns(status: HardwareStatus) -> int:
+    """When the hardware granted its latest RESET (CLOCK_REALTIME ns, as goal ids say); now
+    when the status does not say (then every goal so far counts as made before it)."""
+    return stamp_ns(status.last_reset) or time.time_ns()
 
 
 def last_reset_s(status: HardwareStatus, timebase: TimeBase, now_s: float) -> float:

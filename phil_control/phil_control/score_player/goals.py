@@ -36,7 +36,6 @@ class Goal:
     begin: Callable[..., list[MotionChunk]]  # the session's start or hit, as the goal asked
     resolved: Future  # completed by finish(): the execute callback returns the outcome
     start_s: float = 0.0  # the first chunk's start (of the latest start)
-    made_ns: int = 0  # when the behavior planner made it (CLOCK_REALTIME, its goal id)
     from_state: object = None  # the commanded state it was planned from (of the latest start)
     first_sequence: int = 0  # the first chunk's sequence (of the latest start)
     starts_again: int = 0  # after a first chunk that came too late or no longer joined
@@ -199,7 +198,6 @@ class GoalServers:
         """Send the first chunks of ``goal`` and start its audio (lock held); the track."""
         goal.start_s, goal.first_sequence = chunks[0].start_time_s, chunks[0].sequence
         goal.from_state = self._state
-        goal.made_ns = GraphKey.goal_made_ns(goal.handle.goal_id.uuid)
         if goal.kind == 'hit':
             goal.impact_s = self.session.commanded_hits[0].command_time_s
         self._ticks.resume()

@@ -17,11 +17,10 @@ A goal starts again at most ``MAX_STARTS_AGAIN`` times."""
 
 from __future__ import annotations
 
-import time
-
-from phil_control.conversions import latch_barrier_ns, stamp_ns
+from phil_control.conversions import last_reset_ns, latch_barrier_ns
 from phil_control.core.motion import RejectReason
 from phil_control.score_player import conversions as convert
+from phil_description.core.graph_key import GraphKey
 from phil_description.core.liveness import NodeDown
 from phil_msgs.action import Hit, Play
 from phil_msgs.msg import ChunkRejection, HardwareStatus
@@ -100,7 +99,7 @@ class MotionStops:
                 goal is not None
                 and before is not None
                 and msg.resets_granted > before.resets_granted
-                and goal.made_ns < (stamp_ns(msg.last_reset) or time.time_ns())
+                and GraphKey.goal_made_ns(goal.handle.goal_id.uuid) < last_reset_ns(msg)
             ):
                 self._motion_stopped(
                     self._timebase.from_stamp(before.header.stamp),

@@ -5,13 +5,11 @@ until the first motion is commanded)."""
 
 from __future__ import annotations
 
-import time
-
 from phil_control.conversions import (
+    last_reset_ns,
     last_reset_s,
     latch_barrier_ns,
     measured_positions,
-    stamp_ns,
 )
 from phil_control.core.motion import Chunk
 from phil_description.core.graph_key import GraphKey
@@ -43,7 +41,7 @@ class HardwareState:
                 and not self._latched
                 and (
                     self._sent_into_latch(last_reset_s(msg, self._timebase, self._now_s()))
-                    or self._goal_made_before(stamp_ns(msg.last_reset) or time.time_ns())
+                    or self._goal_made_before(last_reset_ns(msg))
                 )
             )
             # Not after now: a status on another clock must not hide what went out before it.
