@@ -40,7 +40,7 @@ from phil_msgs.action import Hit, Move  # noqa: E402
 from phil_msgs.msg import GraphShutdown, TrajectoryChunk  # noqa: E402
 from phil_msgs.srv import HardwareRequest  # noqa: E402
 from phil_ros.graph_shutdown import GRAPH_SHUTDOWN_QOS, GRAPH_SHUTDOWN_TOPIC  # noqa: E402
-from phil_ros.testing import ros_test_context  # noqa: E402
+from phil_ros.testing import DISCOVERY_TIMEOUT_S, ros_test_context  # noqa: E402
 
 pytestmark = pytest.mark.timeout(300)
 MODEL = default_robot_model(sim=True)
@@ -108,7 +108,7 @@ class Intruder:
         answers can be dropped (the discovery race that behavior_planner/discovery.py meets
         the same way; a loaded run lost one for 20 s); every goal sent here is foreign, so
         each is refused and none moves anything, which the test checks after."""
-        assert client.wait_for_server(timeout_sec=10.0)
+        assert client.wait_for_server(timeout_sec=DISCOVERY_TIMEOUT_S)
         deadline = time.monotonic() + 20.0
         future = client.send_goal_async(goal)
         while not wait_until(future.done, 2.0) and time.monotonic() < deadline:
@@ -117,7 +117,7 @@ class Intruder:
         return self.done(handle.get_result_async()).result
 
     def reset(self):
-        assert self.request.wait_for_service(timeout_sec=10.0)
+        assert self.request.wait_for_service(timeout_sec=DISCOVERY_TIMEOUT_S)
         return self.done(
             self.request.call_async(
                 HardwareRequest.Request(

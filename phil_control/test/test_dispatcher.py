@@ -24,7 +24,7 @@ from phil_control.core.profiles import Profile  # noqa: E402
 from phil_description.core.graph_key import GraphKey  # noqa: E402
 from phil_msgs.action import Look  # noqa: E402
 from phil_msgs.srv import HardwareRequest, Trigger  # noqa: E402
-from phil_ros.testing import ros_test_context  # noqa: E402
+from phil_ros.testing import DISCOVERY_TIMEOUT_S, ros_test_context  # noqa: E402
 
 WAIT_S = 10.0
 LOOK = act.LookAt(pan_rad=0.1, tilt_rad=0.05, duration_s=0.2, profile=Profile.COSINE)
@@ -144,8 +144,8 @@ def graph():
         for thread in threads:
             thread.start()
         try:
-            assert links._servers._motion[Look].wait_for_server(timeout_sec=WAIT_S)
-            assert links._hardware._request.wait_for_service(timeout_sec=WAIT_S)
+            assert links._servers._motion[Look].wait_for_server(timeout_sec=DISCOVERY_TIMEOUT_S)
+            assert links._hardware._request.wait_for_service(timeout_sec=DISCOVERY_TIMEOUT_S)
             yield OnExecutor(links, executors[0]), generator, failures
         finally:
             generator.hold_halt.clear()

@@ -35,6 +35,7 @@ from phil_msgs.msg import ChunkRejection, HitEvent, TrajectoryChunk  # noqa: E40
 from phil_msgs.srv import SetSpeed, Trigger  # noqa: E402
 from phil_ros.graph_safety import signed_goal_id  # noqa: E402
 from phil_ros.qos import LATCHED, RELIABLE_QUEUE  # noqa: E402
+from phil_ros.testing import DISCOVERY_TIMEOUT_S  # noqa: E402
 
 MODEL = default_robot_model()
 READY = MODEL.poses['ready']
@@ -139,7 +140,7 @@ class Harness:
         for node in (self.node, self.probe):
             self.executor.add_node(node)
         for client in self.actions.values():
-            assert client.wait_for_server(timeout_sec=10.0)
+            assert client.wait_for_server(timeout_sec=DISCOVERY_TIMEOUT_S)
         self.publish_state()
 
     def refuse(self, chunk: TrajectoryChunk, code: str, reason: str) -> None:

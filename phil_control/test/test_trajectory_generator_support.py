@@ -27,6 +27,7 @@ from phil_msgs.msg import ChunkRejection, MotorStates, TrajectoryChunk  # noqa: 
 from phil_msgs.srv import Trigger  # noqa: E402
 from phil_ros.graph_safety import signed_goal_id  # noqa: E402
 from phil_ros.qos import LATCHED, RELIABLE_QUEUE  # noqa: E402
+from phil_ros.testing import DISCOVERY_TIMEOUT_S  # noqa: E402
 
 MODEL = default_robot_model()
 NAMES = MODEL.joint_names
@@ -143,7 +144,7 @@ class Harness:
         on a busy machine: the waits are bounds, not expectations)."""
         assert self.spin_until(lambda: self.states, 30.0), 'no latched commanded_state'
         for client in self.clients.values():
-            assert client.wait_for_server(timeout_sec=30.0)
+            assert client.wait_for_server(timeout_sec=DISCOVERY_TIMEOUT_S)
 
     def spin_until(self, predicate, timeout_s: float = 10.0) -> bool:
         deadline = time.monotonic() + timeout_s

@@ -40,6 +40,7 @@ from phil_msgs.srv import HardwareRequest, Trigger  # noqa: E402
 from phil_ros.graph_safety import sign_message, signed_request  # noqa: E402
 from phil_ros.heartbeats import HEARTBEAT_TOPIC  # noqa: E402
 from phil_ros.qos import HEARTBEAT_QOS, LATCHED  # noqa: E402
+from phil_ros.testing import DISCOVERY_TIMEOUT_S  # noqa: E402
 
 MODEL = default_robot_model(sim=True)
 NAMES = MODEL.joint_names
@@ -197,7 +198,7 @@ class Harness:
 
     def call(self, name: str, request, timeout_s: float = 30.0):
         client = self.clients[name]
-        assert client.wait_for_service(timeout_sec=10.0), f'no service {name}'
+        assert client.wait_for_service(timeout_sec=DISCOVERY_TIMEOUT_S), f'no service {name}'
         future = client.call_async(request)
         assert wait_until(future.done, timeout_s), f'{name} did not answer in {timeout_s} s'
         return future.result()
@@ -208,7 +209,7 @@ class Harness:
 
     def signed(self, name: str):
         client = self.clients['request']
-        assert client.wait_for_service(timeout_sec=10.0), 'no service request'
+        assert client.wait_for_service(timeout_sec=DISCOVERY_TIMEOUT_S), 'no service request'
         return signed_request(self.key, HardwareRequest.Request(request=name))
 
     def lifecycle_state(self) -> str:
@@ -297,7 +298,7 @@ class Intruder:
 
     def call(self, name: str, request):
         client = self.clients[name]
-        assert client.wait_for_service(timeout_sec=10.0), name
+        assert client.wait_for_service(timeout_sec=DISCOVERY_TIMEOUT_S), name
         future = client.call_async(request)
         assert wait_until(future.done, 30.0), name
         return future.result()

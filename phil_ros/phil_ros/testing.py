@@ -10,6 +10,11 @@ from collections.abc import Iterator
 import rclpy
 from rclpy.context import Context
 
+#: How long a test waits for a server or a service to be discovered: a condition, not a speed.
+#: Discovery inside one process took over 10 s once on a busy machine (2 CPU hogs beside the
+#: suite); a test that fails meets this only when the server never comes.
+DISCOVERY_TIMEOUT_S = 30.0
+
 
 @contextlib.contextmanager
 def ros_test_context(

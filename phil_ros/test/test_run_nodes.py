@@ -4,8 +4,10 @@ its configuration ends the process with 78 and one line naming it."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
+import signal
 import subprocess
 import sys
 import textwrap
@@ -111,3 +113,41 @@ def test_a_refused_configuration_names_the_node_and_exits_78(domain_env):
         'second: configuration refused: parameter answer = 41 must be 42'
     ), stderr
     assert 'Traceback' not in stderr
+
+
+# A launcher that starts the nodes as the real one does (its pid in their environment) but asks
+# for no SIGINT at its death: what a node sees when that signal was lost while it imported.
+LAUNCHER = textwrap.dedent("""
+    import os, subprocess, sys, time
+    os.environ['PHIL_LAUNCHER_PID'] = str(os.getpid())
+    nodes = subprocess.Popen([sys.executable, '-c', sys.argv[1], 'none'])
+    print(f'nodes {nodes.pid}', flush=True)
+    time.sleep(3600)
+""")
+
+
+def test_nodes_whose_launcher_was_killed_stop_cleanly_without_its_signal(domain_env):
+    launcher = subprocess.Popen(
+        [sys.executable, '-c', LAUNCHER, NODES],
+        env=domain_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    started: list[str] = []
+    while 'ready' not in started and launcher.poll() is None:
+        started.append(launcher.stdout.readline().strip())
+    nodes_pid = int(next(line for line in started if line.startswith('nodes ')).split()[1])
+    launcher.kill()
+    try:
+        # The pipe closes once the orphaned nodes' process has exited too.
+        remaining, _ = launcher.communicate(timeout=TIMEOUT_S)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(nodes_pid, signal.SIGKILL)
+    assert remaining.splitlines() == [
+        'destroyed third',
+        'destroyed second',
+        'destroyed first',
+        'exited',
+    ]
