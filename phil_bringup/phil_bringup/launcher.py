@@ -40,7 +40,7 @@ from phil_bringup.process_commands import composed_command, config_path, node_co
 from phil_description.core.capped_log import CappedTextLog
 from phil_description.core.exit_status import CONFIG_ERROR_EXIT
 from phil_description.core.graph_key import GRAPH_KEY_ENV, GraphKey
-from phil_description.core.launcher_parent import LAUNCHER_PID_ENV
+from phil_description.core.parent_process import PARENT_PID_ENV
 
 STOP_TIMEOUT_S = 15.0
 SIGINT_REPEAT_S = 5.0  # longer than any node needs to shut down cleanly
@@ -294,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
     # run further nodes by hand): it tells the graph's own messages from foreign ones.
     os.environ.setdefault(GRAPH_KEY_ENV, GraphKey.generate())
     # A node that lost the SIGINT of our death while it was starting still sees we are gone.
-    os.environ[LAUNCHER_PID_ENV] = str(os.getpid())
+    os.environ[PARENT_PID_ENV] = str(os.getpid())
     dds = _scope_dds(args.network)
     if dds is None:
         return 1

@@ -69,7 +69,17 @@ def test_the_page_drives_the_robot_shows_it_move_and_its_estop_latches(tmp_path)
             wait_for(lambda: 'rock bar' in page('css selector', '#song').text, 30, 'bar shown')
             # Strokes detected and matched to their hits reach the page's error timeline.
             timeline = page('css selector', '#timeline')
-            wait_for(lambda: int(timeline.get_attribute('data-strokes') or 0) >= 4, 30, 'strokes')
+            try:
+                wait_for(
+                    lambda: int(timeline.get_attribute('data-strokes') or 0) >= 4, 30, 'strokes'
+                )
+            except AssertionError as error:
+                logs = ('hits.csv', 'impacts.jsonl')
+                logged = {name: _lines(robot.log_dir / name) for name in logs}
+                raise AssertionError(
+                    f'{error}; status {robot.status()}; logged {logged}\n'
+                    + robot.story(also=('control_tower', 'device_simulator'))
+                ) from None
             playing = []
             for index in range(3):
                 time.sleep(0.7)  # the arms move between the shots
@@ -104,3 +114,8 @@ def test_the_page_drives_the_robot_shows_it_move_and_its_estop_latches(tmp_path)
             browser.quit()
         assert robot.line('QUIT') == 'OK|QUIT'
         assert robot.wait_exit(90.0) == 0, robot.story()
+
+
+def _lines(path) -> int:
+    """How many lines a run log has (0 if it is not there)."""
+    return len(path.read_text().splitlines()) if path.is_file() else 0

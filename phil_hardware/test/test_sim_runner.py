@@ -244,12 +244,16 @@ def test_ros_bridge_publishes_impacts_and_joint_states(monkeypatch):
     rclpy = pytest.importorskip('rclpy')
     from sensor_msgs.msg import JointState
 
+    from phil_description.core.parent_process import PARENT_PID_ENV
     from phil_hardware.sim.impacts import Impact, Limb
     from phil_hardware.sim.ros_bridge import IMPACTS_TOPIC, JOINT_STATES_TOPIC, RosBridge
     from phil_msgs.msg import HitEvent
 
     # A private domain, inherited by the bridge process.
     monkeypatch.setenv('ROS_DOMAIN_ID', str(1 + uuid.uuid4().int % 100))
+    # Started as the launcher starts the simulator: its own parent named. The bridge, a child of
+    # the simulator, must follow the simulator instead.
+    monkeypatch.setenv(PARENT_PID_ENV, str(os.getppid()))
     names = ['a', 'b']
     bridge = RosBridge(names)
     bridge.start()

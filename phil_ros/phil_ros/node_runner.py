@@ -33,7 +33,7 @@ from rclpy.signals import SignalHandlerOptions
 
 from phil_description.core.exit_status import CONFIG_ERROR_EXIT
 from phil_description.core.graph_key import GraphKey, GraphKeyError
-from phil_description.core.launcher_parent import launcher_gone_check
+from phil_description.core.parent_process import parent_gone_check
 from phil_ros.executors import SHUTDOWN_POLL_PERIOD_S, fastest_executor
 from phil_ros.graph_shutdown import exit_on_graph_shutdown
 
@@ -96,11 +96,11 @@ def run_nodes(
     A configuration refused by any node ends the process with status 78, its line naming the
     node (the nodes built before it are destroyed). Spinning ends once every node has
     followed the graph shutdown (each runs its own ``on_graph_shutdown``), on Ctrl-C, or once
-    the launcher that started the process is gone (:mod:`phil_description.core.launcher_parent`).
+    the process that started it is gone (:mod:`phil_description.core.parent_process`).
     """
     faulthandler.enable()  # a crash in rclpy's C code still names the Python line
     stop_signals = StopSignals().install()
-    launcher_gone = launcher_gone_check()
+    parent_gone = parent_gone_check()
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     context = rclpy.get_default_context()
     nodes: list[Node] = []
@@ -115,7 +115,7 @@ def run_nodes(
                 executor.add_node(node)
             freeze_start_up_objects()
             _spin_until_all(
-                executor, context, requests, lambda: stop_signals.received or launcher_gone()
+                executor, context, requests, lambda: stop_signals.received or parent_gone()
             )
         finally:
             # Armed before the handlers below: clearing a caught exception can already free

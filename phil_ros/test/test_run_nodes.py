@@ -119,7 +119,7 @@ def test_a_refused_configuration_names_the_node_and_exits_78(domain_env):
 # for no SIGINT at its death: what a node sees when that signal was lost while it imported.
 LAUNCHER = textwrap.dedent("""
     import os, subprocess, sys, time
-    os.environ['PHIL_LAUNCHER_PID'] = str(os.getpid())
+    os.environ['PHIL_PARENT_PID'] = str(os.getpid())
     nodes = subprocess.Popen([sys.executable, '-c', sys.argv[1], 'none'])
     print(f'nodes {nodes.pid}', flush=True)
     time.sleep(3600)

@@ -169,11 +169,13 @@ class RunningGraph:
     def text(self) -> str:
         return ''.join(self.output[-200:])
 
-    def story(self, lines: int = 30) -> str:
-        """`text` and the last ``lines`` of the command path's logs: what a failed assertion
-        should show, since CI keeps no log folder."""
+    def story(self, lines: int = 30, also: tuple[str, ...] = ()) -> str:
+        """`text` and the last ``lines`` of the command path's logs (and of the processes
+        named in ``also``): what a failed assertion should show, since CI keeps no log
+        folder."""
         parts = [self.text()]
-        for name in ('behavior_planner', 'score_player', 'trajectory_generator', 'hardware'):
+        command_path = ('behavior_planner', 'score_player', 'trajectory_generator', 'hardware')
+        for name in command_path + also:
             path = self.log_dir / f'{name}.log'
             if path.is_file():
                 tail = path.read_text(errors='replace').splitlines()[-lines:]

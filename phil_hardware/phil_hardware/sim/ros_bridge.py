@@ -118,9 +118,13 @@ class RosBridge:
 
 
 def _child_main(items: Any, joint_names: list[str], parent_pid: int) -> None:
+    from phil_description.core.parent_process import PARENT_PID_ENV
     from phil_ros.node_runner import run_node
 
-    run_node(lambda: make_bridge_node(items, joint_names, parent_pid))
+    # The node runner ends the bridge once the simulator is gone (as it ends a launcher's child
+    # once the launcher is gone): its parent is the simulator, not the launcher it names.
+    os.environ[PARENT_PID_ENV] = str(parent_pid)
+    run_node(lambda: make_bridge_node(items, joint_names))
 
 
 def _stamp(wall_time_s: float) -> Any:
@@ -130,9 +134,7 @@ def _stamp(wall_time_s: float) -> Any:
     return Time(sec=seconds, nanosec=int((wall_time_s - seconds) * 1e9))
 
 
-def make_bridge_node(
-    items: Any, joint_names: list[str], parent_pid: int, **node_options: Any
-) -> Any:
+def make_bridge_node(items: Any, joint_names: list[str], **node_options: Any) -> Any:
     """Create the ``device_simulator`` node that drains ``items`` into the two topics.
 
     rclpy and the messages are imported here, so only the child process ever loads them.
@@ -151,9 +153,6 @@ def make_bridge_node(
             self.create_timer(_DRAIN_PERIOD_S, self._drain)
 
         def _drain(self) -> None:
-            if os.getppid() != parent_pid:
-                rclpy.try_shutdown()  # the simulator is gone: do not linger
-                return
             while True:
                 try:
                     item = items.get_nowait()
