@@ -161,8 +161,9 @@ class StateExchange:
         else:
             self.shm = shared_memory.SharedMemory(name=name)
         buf = self.shm.buf
-        self.control = np.ndarray((_CONTROL_WORDS,), np.uint64, buf, layout.control_offset)
-        self.header = np.ndarray((_HEADER_WORDS,), np.uint64, buf, layout.header_offset)
+        # Plain Python ints through memoryviews: a numpy uint64 scalar update costs ~2.5 us.
+        self.control = buf[layout.control_offset : layout.header_offset].cast('Q')
+        self.header = buf[layout.header_offset : layout.values_offset].cast('Q')
         self.values = np.ndarray((layout.value_count,), np.float64, buf, layout.values_offset)
         self.trace = np.ndarray((layout.trace_capacity,), np.float64, buf, layout.trace_offset)
         self._payload = buf[layout.values_offset : layout.trace_offset]
@@ -181,7 +182,7 @@ class StateExchange:
 
     def begin_write(self) -> None:
         """Mark the snapshot as being written (sequence odd)."""
-        self.header[_SEQ] += np.uint64(1)
+        self.header[_SEQ] += 1
 
     def write_text(self, text: str) -> None:
         """Replace the JSON text part (call between begin/end)."""
@@ -190,7 +191,7 @@ class StateExchange:
             data = json.dumps({'error': 'status text too long', 'size': len(data)}).encode()
         self._text[: len(data)] = data
         self._text_len = len(data)
-        self.header[_TEXT_LEN] = np.uint64(len(data))
+        self.header[_TEXT_LEN] = len(data)
 
     def write_values(self, values: Sequence[float]) -> None:
         """Replace the whole number vector, slot order (call between begin/end): one pack
@@ -201,18 +202,18 @@ class StateExchange:
         """Seal the snapshot: CRC of the payload, then sequence even."""
         crc = zlib.crc32(self._values_bytes)
         crc = zlib.crc32(self._text[: self._text_len], crc)
-        self.header[_CRC] = np.uint64(crc)
-        self.header[_SEQ] += np.uint64(1)
+        self.header[_CRC] = crc
+        self.header[_SEQ] += 1
 
     def node_heartbeats(self) -> int:
         """Heartbeats the node has counted so far."""
-        return int(self.control[NODE_HEARTBEAT])
+        return self.control[NODE_HEARTBEAT]
 
     # -- reader (node) ----------------------------------------------------------------------
 
     def beat(self) -> None:
         """Count one heartbeat of the node (it is alive and its command thread runs)."""
-        self.control[NODE_HEARTBEAT] += np.uint64(1)
+        self.control[NODE_HEARTBEAT] += 1
 
     def read(self, attempts: int = 200) -> tuple[np.ndarray, dict] | None:
         """Copy a consistent snapshot: (values, text dict), or None if none was published.
@@ -221,17 +222,17 @@ class StateExchange:
         """
         layout = self.layout
         for attempt in range(attempts):
-            first = int(self.header[_SEQ])
+            first = self.header[_SEQ]
             if first == 0:
                 return None
             if first % 2:
                 time.sleep(0) if attempt < 50 else time.sleep(0.0001)
                 continue
-            text_len = min(int(self.header[_TEXT_LEN]), TEXT_CAPACITY)
+            text_len = min(self.header[_TEXT_LEN], TEXT_CAPACITY)
             values = bytes(self._values_bytes)
             text = bytes(self._text[:text_len])
-            crc = int(self.header[_CRC])
-            if int(self.header[_SEQ]) != first:
+            crc = self.header[_CRC]
+            if self.header[_SEQ] != first:
                 continue
             if zlib.crc32(text, zlib.crc32(values)) != crc:
                 continue
@@ -241,9 +242,9 @@ class StateExchange:
 
     def close(self) -> None:
         """Detach; the creating side also removes the block."""
-        for view in ('control', 'header', 'values', 'trace'):
+        for view in ('values', 'trace'):
             setattr(self, view, None)
-        for memory in (self._payload, self._values_bytes, self._text):
+        for memory in (self.control, self.header, self._payload, self._values_bytes, self._text):
             memory.release()
         self.shm.close()
         if self._owner:

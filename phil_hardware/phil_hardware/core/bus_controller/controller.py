@@ -236,13 +236,19 @@ class BusController(LifecycleSequences):
         if self.supervising:
             for fault in safety.check_timeouts(now):
                 self.check_fault(fault)
-        targets, velocities, modes = self.queue.sample(now)
+        targets, velocities, modes = self._sample(now)
         if safety.check_targets(targets, now) is not None:
             self.enter_hold()
-            targets, velocities, modes = self.queue.sample(now)
+            targets, velocities, modes = self._sample(now)
         phase = self._tick_index % self.config.cycle.slow_divider
         for family in self.families:
             family.tick(phase, now, targets, velocities, modes)
+
+    def _sample(self, now: float) -> tuple[list[float], list[float], list[int]]:
+        # Plain lists: the safety check and the families read them element by element, and
+        # a numpy scalar costs several times a float in every index and every operation.
+        targets, velocities, modes = self.queue.sample(now)
+        return targets.tolist(), velocities.tolist(), modes.tolist()
 
     # -- reporting ---------------------------------------------------------------------------
 
