@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from phil_description.core.trajectory import Chunk, ChunkError, ControlMode
 from phil_hardware.core.chunk_queue import ChunkQueue
@@ -64,6 +66,60 @@ def test_hermite_interpolation_matches_the_cubic_through_given_velocities():
         p, v, _ = queue.sample(1.0 + t)
         assert p[0] == pytest.approx(t**3)
         assert v[0] == pytest.approx(3 * t**2)
+
+
+def hermite_reference(t, t0, t1, p0, v0, p1, v1):
+    """The cubic Hermite basis written out, with its derivative (independent of the queue)."""
+    h = t1 - t0
+    s = (t - t0) / h
+    position = (
+        (2 * s**3 - 3 * s**2 + 1) * p0
+        + (s**3 - 2 * s**2 + s) * h * v0
+        + (3 * s**2 - 2 * s**3) * p1
+        + (s**3 - s**2) * h * v1
+    )
+    velocity = (
+        (6 * s**2 - 6 * s) * p0
+        + (3 * s**2 - 4 * s + 1) * h * v0
+        + (6 * s - 6 * s**2) * p1
+        + (3 * s**2 - 2 * s) * h * v1
+    ) / h
+    return position, velocity
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.floats(0.001, 0.5), min_size=1, max_size=6),
+    st.lists(st.floats(-3.0, 3.0), min_size=14, max_size=14),
+    st.lists(st.floats(0.0, 0.999), min_size=1, max_size=30),
+)
+def test_sampling_matches_the_hermite_basis_at_any_time_in_any_order(steps, values, fractions):
+    # Any order of sample times: a takeover evaluates the outgoing chunk at an earlier time
+    # than its last sample, so no segment may be assumed to come after the previous one.
+    times = np.concatenate(([0.0], np.cumsum(steps)))
+    points = len(times)
+    positions = np.array(values[:points])
+    velocities = np.array(values[7 : 7 + points])
+    start = 5.0
+    queue = ChunkQueue(('a',), [positions[0]])
+    queue.push(
+        Chunk(('a',), start, times, positions[:, None], velocities_rad_s=velocities[:, None])
+    )
+    queue.sample(start)  # takes over at the first point: the anchor segment is empty
+    for fraction in fractions:
+        t = fraction * times[-1]  # before the end: the chunk stays active
+        segment = int(np.searchsorted(times, t, side='right')) - 1
+        p, v, _ = queue.sample(start + t)
+        expected = hermite_reference(
+            t,
+            times[segment],
+            times[segment + 1],
+            positions[segment],
+            velocities[segment],
+            positions[segment + 1],
+            velocities[segment + 1],
+        )
+        assert (p[0], v[0]) == pytest.approx(expected, rel=1e-9, abs=1e-9)
 
 
 def test_first_segment_runs_from_the_takeover_target_to_the_first_point():

@@ -33,9 +33,16 @@ DEFAULT_MAX_QUEUED_CHUNKS = 64
 
 
 class _Prepared:
-    """A validated chunk in robot joint indices, plus its takeover anchor."""
+    """A validated chunk in robot joint indices, plus its takeover anchor.
+
+    Times are plain floats (numpy scalars cost several times as much in every comparison and
+    product), and each segment's polynomial coefficients are computed once, when sampling
+    enters it: a 1 kHz loop samples the same segment many times.
+    """
 
     __slots__ = (
+        '_segment',
+        '_segment_index',
         'anchor_pos',
         'anchor_time',
         'anchor_vel',
@@ -48,12 +55,13 @@ class _Prepared:
         'start',
         'times',
         'vel',
+        'zeros',
     )
 
     def __init__(self, chunk: Chunk, joint_index: Mapping[str, int], order: int):
         self.start = float(chunk.start_s)
-        self.times = chunk.start_s + chunk.times_from_start_s
-        self.end = float(self.times[-1])
+        self.times = (chunk.start_s + chunk.times_from_start_s).tolist()
+        self.end = self.times[-1]
         self.indices = np.array([joint_index[name] for name in chunk.joint_names], dtype=np.intp)
         self.pos = np.array(chunk.positions_rad, dtype=float)
         self.vel = None if chunk.velocities_rad_s is None else np.array(chunk.velocities_rad_s)
@@ -61,56 +69,67 @@ class _Prepared:
         self.modes = np.array(modes, dtype=np.int8)
         self.sequence = chunk.sequence
         self.order = order
-        self.anchor_time = self.start
-        self.anchor_pos = self.pos[0]
-        self.anchor_vel = np.zeros(len(self.indices))
+        self.zeros = np.zeros(len(self.indices))
+        self.set_anchor(self.start, self.pos[0], self.zeros)
+
+    def set_anchor(self, time_s: float, position: np.ndarray, velocity: np.ndarray) -> None:
+        """Where the motion into the first point starts (the outgoing motion at takeover)."""
+        self.anchor_time = time_s
+        self.anchor_pos = position
+        self.anchor_vel = velocity
+        self._segment_index = -2  # none computed; -1 is the segment from the anchor
+        self._segment: tuple = ()
 
     def evaluate(self, time_s: float) -> tuple[np.ndarray, np.ndarray]:
-        """Position and velocity of this chunk's joints at ``time_s`` (>= anchor time)."""
-        times = self.times
+        """Position and velocity of this chunk's joints at ``time_s`` (>= anchor time).
+        The arrays returned are new or read-only to the caller."""
         if time_s >= self.end:
-            return self.pos[-1], np.zeros(len(self.indices))
-        if time_s < times[0]:
-            return self._segment(
-                time_s,
-                self.anchor_time,
-                times[0],
-                self.anchor_pos,
-                self.anchor_vel,
-                self.pos[0],
-                None if self.vel is None else self.vel[0],
-            )
-        i = bisect.bisect_right(times, time_s) - 1
-        return self._segment(
-            time_s,
-            times[i],
-            times[i + 1],
-            self.pos[i],
-            None if self.vel is None else self.vel[i],
-            self.pos[i + 1],
-            None if self.vel is None else self.vel[i + 1],
-        )
+            return self.pos[-1], self.zeros
+        times = self.times
+        index = -1 if time_s < times[0] else bisect.bisect_right(times, time_s) - 1
+        if index != self._segment_index:
+            self._segment = self._coefficients(index)
+            self._segment_index = index
+        t0, h, c0, c1, c2, c3 = self._segment
+        if c1 is None:  # a segment of zero length: its end point
+            return c0, c2
+        s = min(max((time_s - t0) / h, 0.0), 1.0)
+        if c2 is None:  # linear
+            return c0 + s * c1, c3
+        # Horner form of the cubic Hermite and of its derivative.
+        return c0 + s * (c1 + s * (c2 + s * c3)), (c1 + s * (2.0 * c2 + s * 3.0 * c3)) / h
 
-    @staticmethod
-    def _segment(t, t0, t1, p0, v0, p1, v1) -> tuple[np.ndarray, np.ndarray]:
+    def _coefficients(self, index: int) -> tuple:
+        """(t0, h, c0, c1, c2, c3) of segment ``index`` (-1: from the anchor to point 0):
+        cubic p(s) = c0 + c1 s + c2 s^2 + c3 s^3 with s = (t - t0) / h in [0, 1]; linear
+        p(s) = c0 + c1 s with the slope c3; for a zero-length segment (end point, velocity)
+        in c0 and c2."""
+        vel = self.vel
+        if index < 0:
+            t0, t1, p0, v0 = self.anchor_time, self.times[0], self.anchor_pos, self.anchor_vel
+            p1, v1 = self.pos[0], None if vel is None else vel[0]
+        else:
+            t0, t1, p0, p1 = (
+                self.times[index],
+                self.times[index + 1],
+                self.pos[index],
+                self.pos[index + 1],
+            )
+            v0, v1 = (None, None) if vel is None else (vel[index], vel[index + 1])
         h = t1 - t0
         if h <= 0.0:
-            return p1, np.zeros(len(p1)) if v1 is None else v1
-        s = min(max((t - t0) / h, 0.0), 1.0)
+            return t0, h, p1, None, self.zeros if v1 is None else v1, None
         if v1 is None:  # linear; the anchor velocity is ignored without chunk velocities
-            return p0 + s * (p1 - p0), (p1 - p0) / h
-        s2 = s * s
-        s3 = s2 * s
-        position = (
-            (2 * s3 - 3 * s2 + 1) * p0
-            + (s3 - 2 * s2 + s) * h * v0
-            + (3 * s2 - 2 * s3) * p1
-            + (s3 - s2) * h * v1
+            return t0, h, p0, p1 - p0, None, (p1 - p0) / h
+        hv0, hv1 = h * v0, h * v1
+        return (
+            t0,
+            h,
+            p0,
+            hv0,
+            3.0 * (p1 - p0) - 2.0 * hv0 - hv1,
+            2.0 * (p0 - p1) + hv0 + hv1,
         )
-        velocity = (
-            (6 * s2 - 6 * s) * (p0 - p1) / h + (3 * s2 - 4 * s + 1) * v0 + (3 * s2 - 2 * s) * v1
-        )
-        return position, velocity
 
 
 class ChunkQueue:
@@ -256,9 +275,7 @@ class ChunkQueue:
             position, velocity = self._active.evaluate(anchor_time)
             anchor_pos[self._active.indices] = position
             anchor_vel[self._active.indices] = velocity
-        chunk.anchor_time = anchor_time
-        chunk.anchor_pos = anchor_pos[chunk.indices]
-        chunk.anchor_vel = anchor_vel[chunk.indices]
+        chunk.set_anchor(anchor_time, anchor_pos[chunk.indices], anchor_vel[chunk.indices])
         self._hold[:] = anchor_pos
         self._modes[chunk.indices] = chunk.modes
         self._active = chunk

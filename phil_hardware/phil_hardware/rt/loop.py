@@ -98,6 +98,7 @@ class BusLoop(LoopCommands):
         self.exchange = exchange
         self.conn = conn
         self.report = report
+        self._report_text = report.to_dict()  # fixed at start-up; built once, not per publish
         self.clock = clock
         self.after_command = after_command
         self.writer = SnapshotWriter(exchange, controller, tuple(config.controller.can_buses))
@@ -273,7 +274,7 @@ class BusLoop(LoopCommands):
                 'estop_seen': self._estop_seen,
                 'estop_seen_s': self._estop_seen_s,
             },
-            {'realtime': self.report.to_dict(), 'last_error': self.last_error},
+            {'realtime': self._report_text, 'last_error': self.last_error},
         )
 
     def _pump(self) -> None:

@@ -177,7 +177,10 @@ class BusController(LifecycleSequences):
 
     def send(self, bus: str, frame: CanFrame) -> bool:
         """Send on a CAN bus; consecutive failures latch BUS_ERROR."""
-        return self._sent(bus, self.transports.can[bus].send(frame))
+        if self.transports.can[bus].send(frame):  # the common case without a second call
+            self._send_failures[bus] = 0
+            return True
+        return self._sent(bus, False)
 
     def _sent(self, bus: str, ok: bool) -> bool:
         """Count a send on ``bus`` (``ok``: it went out); ``ok``."""

@@ -7,18 +7,18 @@ Pure: it builds frames and keeps per-drive control state; :mod:`.epos4_family` s
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from phil_hardware.core.chunk_queue import ControlMode
 from phil_hardware.core.codecs import epos4
 from phil_hardware.core.codecs.epos4 import (
     Cia402State,
     Controlword,
-    Epos4Feedback,
     ModeOfOperation,
     NmtCommand,
     ObjectIndex,
 )
+from phil_hardware.core.codecs.epos4_cyclic import DriveCodec
 from phil_hardware.core.codecs.frame import CanFrame
 
 from .config import CanopenFrameForm, Epos4Params, JointConfig
@@ -112,6 +112,10 @@ class Epos4Drive:
     enabled: bool = False
     previous_error_rad: float = 0.0
     filtered_derivative_rad_s: float = 0.0
+    codec: DriveCodec = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.codec = DriveCodec(self.node_id, self.params.gear_ratio, self.params.rated_torque_mnm)
 
     def cyclic_frame(self, target_rad: float, measured: Sequence[float]) -> CanFrame:
         """The 1 ms target RPDO in the current mode.
@@ -127,7 +131,7 @@ class Epos4Drive:
         params = self.params
         target_motor = params.joint_to_motor_rad(target_rad)
         if self.mode != _CST:
-            return epos4.encode_target_position(self.node_id, target_motor, params.gear_ratio)
+            return self.codec.target_position_frame(target_motor)
         measured_motor = params.joint_to_motor_rad(measured[self.index])
         error = target_motor - measured_motor
         gravity = 0.0
@@ -167,16 +171,14 @@ class Epos4Drive:
         self.filtered_derivative_rad_s = 0.0
         return mode_switch_frames(self.node_id, mode, self.params.frame_form)
 
-    def decode(self, frame: CanFrame) -> tuple[Epos4Feedback, float]:
-        """Decode TPDO 0x180+n into (feedback, joint position [rad]).
+    def decode(self, frame: CanFrame) -> tuple[int, float, float]:
+        """Decode TPDO 0x180+n into (statusword, torque [mNm], joint position [rad]).
 
         Raises:
             CodecError: The frame is not a valid TPDO.
         """
-        feedback = epos4.decode_feedback(
-            frame, self.params.gear_ratio, self.params.rated_torque_mnm
-        )
-        return feedback, self.params.motor_to_joint_rad(feedback.position_rad)
+        statusword, position_rad, torque_mnm = self.codec.feedback(frame)
+        return statusword, torque_mnm, self.params.motor_to_joint_rad(position_rad)
 
 
 class Epos4Group:

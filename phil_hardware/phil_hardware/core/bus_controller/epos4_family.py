@@ -354,15 +354,14 @@ class Epos4Family(MotorFamily):
 
     def _on_tpdo(self, drive: Epos4Drive, frame: CanFrame, now: float) -> None:
         ctl = self.ctl
-        feedback, position = drive.decode(frame)
+        statusword, torque_mnm, position = drive.decode(frame)
         i = drive.index
         m = ctl.measured
         if not ctl.plausible(i, position, now):
             return
         m.update_position(i, position, now)
-        statusword = feedback.statusword
         m.statusword[i] = statusword
-        m.torque_mnm[i] = feedback.torque_mnm
+        m.torque_mnm[i] = torque_mnm
         texts = self._statusword_texts.get(statusword)
         if texts is None:  # a drive shows a handful of statuswords: each is described once
             texts = describe_statusword(statusword), drive_fault_text(statusword)

@@ -1,5 +1,5 @@
-"""Receive side of the bus controller: drain every bus each tick and hand each frame to the
-handler its motor family registered; the plausibility filter the families share.
+"""Receive side of the bus controller: drain every bus that has input each tick and hand each
+frame to the handler its motor family registered; the plausibility filter the families share.
 
 :class:`FeedbackReceiver` is a base class of :class:`~.controller.BusController`; the families
 decode and judge their own feedback (``bind_feedback``) and report faults through the
@@ -9,6 +9,7 @@ controller's ``check_fault``.
 from __future__ import annotations
 
 from phil_hardware.core.codecs.frame import CanFrame, CodecError
+from phil_hardware.core.transport.readiness import InputReadiness
 
 from .base import CanHandler, ControllerCounters, MotorFamily, SerialHandler, Transports
 from .config import ControllerConfig
@@ -34,6 +35,7 @@ class FeedbackReceiver:
         self._ext: dict[str, dict[int, CanHandler]] = {}
         self._serial: dict[str, SerialHandler] = {}
         self._rx: list[CanFrame] = []
+        self._readiness = InputReadiness({})
         self._velocity_limits = [j.velocity_limit_rad_s for j in config.joints]
         self._jump_candidate = [float('nan')] * len(config.joints)
 
@@ -54,11 +56,14 @@ class FeedbackReceiver:
         self._serial[bus] = handler
 
     def poll(self, now: float) -> None:
-        """Drain every bus and handle what arrived (never blocks)."""
+        """Drain every bus with input and handle what arrived (never blocks)."""
         rx = self._rx
-        for bus, transport in self.transports.can.items():
+        buses = self.transports.can
+        if buses is not self._readiness.transports:  # opened, closed or replaced
+            self._readiness = InputReadiness(buses)
+        for bus in self._readiness.ready():
             rx.clear()
-            transport.drain(rx)
+            buses[bus].drain(rx)
             if not rx:
                 continue
             std = self._std[bus]
