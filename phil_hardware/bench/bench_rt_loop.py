@@ -8,8 +8,10 @@ line:
 
 * ``tick``: period error (start-to-start minus 1 ms) and wake-up lateness p50/p99/p99.9/max
   [us], tick work time p99/max [us], overruns and missed ticks, ``cpu_share`` (CPU time of
-  the loop's process / wall time: 1.0 is one core), and ``steal_ms``: the CPU time the
-  hypervisor took from this VM during the run (a stall no guest code can avoid);
+  the loop's process / wall time: 1.0 is one core), ``steal_ms``: the CPU time the
+  hypervisor took from this VM during the run (a stall no guest code can avoid), and
+  ``python_reference_us``: the median time of a fixed pure-Python workload timed beside the
+  loop every 0.5 s (how fast the VM ran Python during the run: it swings by a quarter here);
 * ``bus``: frames/s per bus (sent + received) and the share of 1 Mbit/s those frames occupy
   (worst-case bit stuffing, interframe space included);
 * ``latency``: send_chunk() to the first CAN frame carrying the chunk's target (a step probe
@@ -64,6 +66,18 @@ TICK_S = 0.001
 OUTLIER_S = 0.001  # period errors above this are listed with their tick index
 MAX_OUTLIERS = 20
 GOAL_VS_FLOOR_US = 100.0
+REFERENCE_LOOPS = 2000  # the fixed Python workload timed beside the loop (~0.2 ms)
+
+
+def python_reference_s() -> float:
+    """Time of a fixed pure-Python workload: how fast this VM runs Python at the moment.
+    Its speed swings by a quarter from one second to the next here, and an absolute figure
+    such as the tick work moves with it."""
+    start = time.perf_counter()
+    total = 0
+    for i in range(REFERENCE_LOOPS):
+        total += i * i
+    return time.perf_counter() - start
 
 
 def percentiles_us(values: np.ndarray) -> dict[str, float]:
@@ -192,7 +206,7 @@ def measure(mode, client, sniffer, model, duration_s, can_params) -> list[dict]:
     # Inside the hard limits by a margin: the sway must never reach a limit check.
     margin = math.radians(1.0)
     limits = (np.array(model.lower_rad) + margin, np.array(model.upper_rad) - margin)
-    probes, work_p99, work_max = drive_like_the_node(client, wrist, limits, duration_s)
+    probes, work_p99, work_max, reference = drive_like_the_node(client, wrist, limits, duration_s)
     time.sleep(0.3)
     last = client.snapshot()
     cpu_used = cpu_seconds(client.pid) - cpu_before
@@ -207,6 +221,7 @@ def measure(mode, client, sniffer, model, duration_s, can_params) -> list[dict]:
             realtime=last.realtime,
             duration_s=round(elapsed, 2),
             work_p99_us=round(float(np.median(work_p99)) * 1e6, 1) if work_p99 else None,
+            python_reference_us=round(float(np.median(reference)) * 1e6, 1),
             work_max_us=round(work_max * 1e6, 1),
             cpu_share=round(cpu_used / elapsed, 3),
             overruns=last.overruns - first.overruns,
@@ -222,13 +237,14 @@ def measure(mode, client, sniffer, model, duration_s, can_params) -> list[dict]:
 
 def drive_like_the_node(
     client, wrist, limits_rad, duration_s: float
-) -> tuple[list[tuple[float, int]], list[float], float]:
+) -> tuple[list[tuple[float, int]], list[float], float, list[float]]:
     """Read snapshots at 100 Hz and send a probe chunk every 0.5 s for ``duration_s``;
-    the probes (wall-clock send time, wrist counts before), the per-window work p99s and the
-    largest work time seen [s]."""
+    the probes (wall-clock send time, wrist counts before), the per-window work p99s, the
+    largest work time seen and the Python reference times, one per chunk [s]."""
     probes: list[tuple[float, int]] = []  # (wall-clock send time, wrist counts before)
     work_p99: list[float] = []
     work_max = 0.0
+    reference: list[float] = []
     start = time.monotonic()
     next_chunk = start
     sign = 1.0
@@ -243,8 +259,9 @@ def drive_like_the_node(
             sign = -sign
             probes.append((time.time(), before))
             client.send_chunk(chunk)
+            reference.append(python_reference_s())
         time.sleep(0.01)
-    return probes, work_p99, work_max
+    return probes, work_p99, work_max, reference
 
 
 def bus_rows(mode: str, first, last, elapsed: float, can_params) -> list[dict]:
