@@ -8,10 +8,12 @@ import inspect
 import pytest
 
 from phil_description.core import default_robot_model
+from phil_description.core.trajectory import Chunk, ControlMode
 from phil_hardware.core.bus_controller import BusController, MotorFamily, Transports
 from phil_hardware.core.bus_controller.config import controller_config_from_model
 from phil_hardware.core.bus_controller.dynamixel import DynamixelFamily
 from phil_hardware.core.bus_controller.epos4_family import Epos4Family
+from phil_hardware.core.bus_controller.state import Lifecycle
 from phil_hardware.core.bus_controller.tmotor import TMotorFamily
 
 FAMILIES = (Epos4Family, TMotorFamily, DynamixelFamily)
@@ -45,3 +47,60 @@ def test_the_controller_runs_epos4_first_then_tmotor_then_dynamixel():
     assert controller.families[0].group is controller.epos
     assert controller.families[1].group is controller.tmotors
     assert controller.families[2].banks is controller.dxl_banks
+
+
+class _Latching(MotorFamily):
+    """A family whose tick latches a fault part-way through (as a failed send does)."""
+
+    def __init__(self, ctl: BusController) -> None:
+        self.ctl = ctl
+
+    def tick(self, phase, now, targets, velocities, modes) -> None:
+        self.ctl.enter_hold()
+
+    def hold(self) -> None:
+        pass
+
+
+class _Recording(MotorFamily):
+    """A family that records what its tick was asked to send."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[list, list, list]] = []
+
+    def tick(self, phase, now, targets, velocities, modes) -> None:
+        self.seen.append((list(targets), list(velocities), list(modes)))
+
+    def hold(self) -> None:
+        pass
+
+
+def test_a_hold_latched_during_a_tick_reaches_the_families_after_it_in_that_tick():
+    model = default_robot_model(sim=True)
+    controller = BusController(controller_config_from_model(model), Transports)
+    count = controller.measured.count
+    pose = [0.001 * (i + 1) for i in range(count)]  # where the robot is: what a hold keeps
+    controller.measured.position_rad[:] = pose
+    torque_joints = controller.config.torque_joints  # in torque mode before the hold
+    assert torque_joints
+    names = controller.queue.joint_names
+    start = [float(v) for v in controller.queue.target_rad]
+    end = [v + 0.1 for v in start]
+    modes = tuple(
+        ControlMode.TORQUE if name in torque_joints else ControlMode.POSITION for name in names
+    )
+    assert (
+        controller.queue.push(Chunk(names, 0.5, [0.0, 1.0], [start, end], control_modes=modes))
+        is None
+    )
+    recording = _Recording()
+    controller.families = (_Latching(controller), recording)
+    controller.lifecycle = Lifecycle.ACTIVE
+    controller.tick(1.0)  # mid-chunk: moving, at 0.1 rad/s
+    ((targets, velocities, sent_modes),) = recording.seen
+    assert targets == pytest.approx(pose)
+    assert velocities == [0.0] * count
+    assert sent_modes == [ControlMode.POSITION] * count
+    recording.seen.clear()
+    controller.tick(1.001)  # the next tick holds the same pose
+    assert recording.seen[0][0] == pytest.approx(pose)

@@ -100,6 +100,7 @@ class BusController(LifecycleSequences):
         self.messages: list[str] = []
         self.counters = ControllerCounters()
         self.holding = False
+        self._tick_targets: list[list] | None = None  # the lists this tick's families read
         self.supervising = False
         self._tick_index = 0
         self._send_failures: dict[str, int] = {}
@@ -168,6 +169,7 @@ class BusController(LifecycleSequences):
         """Hold every joint at its measured position; shut down Maxons out of range."""
         self.queue.hold(self.measured.position_rad, [ControlMode.POSITION] * self.measured.count)
         self.holding = True
+        self._follow_hold_within_tick()
         if self.lifecycle != Lifecycle.ACTIVE:
             return
         for family in self.families:
@@ -239,19 +241,26 @@ class BusController(LifecycleSequences):
         if self.supervising:
             for fault in safety.check_timeouts(now):
                 self.check_fault(fault)
-        targets, velocities, modes = self._sample(now)
-        if safety.check_targets(targets, now) is not None:
-            self.enter_hold()
-            targets, velocities, modes = self._sample(now)
-        phase = self._tick_index % self.config.cycle.slow_divider
-        for family in self.families:
-            family.tick(phase, now, targets, velocities, modes)
-
-    def _sample(self, now: float) -> tuple[list[float], list[float], list[int]]:
         # Plain lists: the safety check and the families read them element by element, and
         # a numpy scalar costs several times a float in every index and every operation.
-        targets, velocities, modes = self.queue.sample(now)
-        return targets.tolist(), velocities.tolist(), modes.tolist()
+        self._tick_targets = targets, velocities, modes = [
+            values.tolist() for values in self.queue.sample(now)
+        ]
+        try:
+            if safety.check_targets(targets, now) is not None:
+                self.enter_hold()
+            phase = self._tick_index % self.config.cycle.slow_divider
+            for family in self.families:
+                family.tick(phase, now, targets, velocities, modes)
+        finally:
+            self._tick_targets = None
+
+    def _follow_hold_within_tick(self) -> None:
+        # A hold latched part-way through a tick (a failed send) must reach the rest of it:
+        # the lists the families are reading take the held targets, velocities and modes.
+        if self._tick_targets is not None:
+            for values, held in zip(self._tick_targets, self.queue.sample_view(), strict=True):
+                values[:] = held.tolist()
 
     # -- reporting ---------------------------------------------------------------------------
 
