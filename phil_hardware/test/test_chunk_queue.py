@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from phil_description.core.trajectory import Chunk, ChunkError, ControlMode
@@ -93,6 +93,10 @@ def hermite_reference(t, t0, t1, p0, v0, p1, v1):
     st.lists(st.floats(-3.0, 3.0), min_size=14, max_size=14),
     st.lists(st.floats(0.0, 0.999), min_size=1, max_size=30),
 )
+# A time so close to the start that start + t rounds to the start itself.
+@example(
+    steps=[0.001, 0.5, 0.5], values=[0.0, 1.0] + [0.0] * 12, fractions=[2.220446049250313e-16]
+)
 def test_sampling_matches_the_hermite_basis_at_any_time_in_any_order(steps, values, fractions):
     # Any order of sample times: a takeover evaluates the outgoing chunk at an earlier time
     # than its last sample, so no segment may be assumed to come after the previous one.
@@ -107,9 +111,11 @@ def test_sampling_matches_the_hermite_basis_at_any_time_in_any_order(steps, valu
     )
     queue.sample(start)  # takes over at the first point: the anchor segment is empty
     for fraction in fractions:
-        t = fraction * times[-1]  # before the end: the chunk stays active
+        # Before the end (the chunk stays active), as the queue sees it: start + t rounds.
+        sample_s = start + fraction * times[-1]
+        t = sample_s - start
         segment = int(np.searchsorted(times, t, side='right')) - 1
-        p, v, _ = queue.sample(start + t)
+        p, v, _ = queue.sample(sample_s)
         expected = hermite_reference(
             t,
             times[segment],
