@@ -172,13 +172,14 @@ class Epos4Drive:
         return mode_switch_frames(self.node_id, mode, self.params.frame_form)
 
     def decode(self, frame: CanFrame) -> tuple[int, float, float]:
-        """Decode TPDO 0x180+n into (statusword, torque [mNm], joint position [rad]).
+        """Decode TPDO 0x180+n into (statusword, joint position [rad], torque [mNm]): the
+        codec's order, with the position turned from the motor's side to the joint's.
 
         Raises:
             CodecError: The frame is not a valid TPDO.
         """
         statusword, position_rad, torque_mnm = self.codec.feedback(frame)
-        return statusword, torque_mnm, self.params.motor_to_joint_rad(position_rad)
+        return statusword, self.params.motor_to_joint_rad(position_rad), torque_mnm
 
 
 class Epos4Group:

@@ -354,7 +354,7 @@ class Epos4Family(MotorFamily):
 
     def _on_tpdo(self, drive: Epos4Drive, frame: CanFrame, now: float) -> None:
         ctl = self.ctl
-        statusword, torque_mnm, position = drive.decode(frame)
+        statusword, position, torque_mnm = drive.decode(frame)
         i = drive.index
         m = ctl.measured
         if not ctl.plausible(i, position, now):
