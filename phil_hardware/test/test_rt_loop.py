@@ -217,6 +217,29 @@ def test_snapshots_are_published_on_ticks_without_tmotor_or_dynamixel_traffic():
     )
 
 
+def test_a_due_snapshot_waits_for_spare_time_but_no_longer_than_the_limit():
+    rig = LoopRig(12, default_work_s=0.0008, spare_reserve_s=0.0004, command_max_wait_ticks=3)
+    rig.run()
+    # Due after tick 1; each tick left 0.2 ms: written after the fourth tick.
+    assert rig.published_seen[:6] == [1, 1, 1, 1, 2, 2]
+
+
+def test_the_snapshot_is_written_after_the_tick_work_is_timed():
+    rig = LoopRig(21, default_work_s=0.0001, stats_window_ticks=20)
+    publish = rig.loop.writer.publish
+
+    def slow_publish(*args) -> None:
+        publish(*args)
+        rig.clock.advance(0.0003)
+
+    rig.loop.writer.publish = slow_publish
+    rig.run()
+    assert rig.loop.writer.publish_count >= 5
+    # The ticks' work is 0.1 ms plus a few clock readings: the 0.3 ms writes are not in it.
+    assert rig.loop.stats.work_max_s == pytest.approx(0.0001, abs=3e-5)
+    assert rig.loop.overruns == 0
+
+
 def test_the_quiet_phase_avoids_both_slow_phases_whenever_one_exists():
     cycle = CycleConfig(slow_divider=5, tmotor_phases=(0, 3), dxl_phase=2)
     assert quiet_phase(cycle, 5) == 1

@@ -20,11 +20,11 @@ class BusLoopConfig:
         trace_capacity: Ticks of per-tick lateness kept in shared memory for benchmarks
             (0 = none).
         commands_per_tick: Commands taken from the pipe per tick at most (bounds tick work).
-        spare_reserve_s: Commands, statistics and garbage collection run after a tick only
-            when at least this long is left before the next deadline [s] (a chunk takes
-            ~0.35 ms in with cold caches).
-        command_max_wait_ticks: Ticks a command waits for spare time at most; then it is
-            taken anyway.
+        spare_reserve_s: Commands, the snapshot, statistics and garbage collection run after
+            a tick only when at least this long is left before the next deadline [s] (a chunk
+            takes ~0.35 ms in with cold caches).
+        command_max_wait_ticks: Ticks a command or a due snapshot waits for spare time at
+            most; then it is taken anyway.
         gc_every_ticks: With ``realtime.manual_gc``, the young objects are collected this
             often (in spare time).
         start_timeout_s: How long :meth:`BusLoopClient.start` waits for the child [s].
