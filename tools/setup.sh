@@ -13,20 +13,21 @@ cd "$phil_root"
 say() { printf '[setup] %s\n' "$*"; }
 
 # 1. The virtual environment.
-if [ ! -x "$phil_venv/bin/python" ] || [ "$(cat "$phil_stamps/mode" 2>/dev/null)" != "$phil_mode" ]; then
-  if [ -n "$phil_python_version" ]; then
-    python=$(phil_find_python "$phil_python_version" "ROS 2 ${phil_ros^} from PyPI")
-  else
-    python=$(command -v python3)
-  fi
-  say "creating ${phil_venv##*/} ($phil_mode, $("$python" --version))"
+# A venv made from another interpreter than the one chosen now is made again.
+if [ -n "$phil_python_version" ]; then
+  python=$(phil_find_python "$phil_python_version" "ROS 2 ${phil_ros^} from PyPI")
+else
+  python=$(command -v python3)
+fi
+if [ ! -x "$phil_venv/bin/python" ] || [ "$(cat "$phil_stamps/mode" 2>/dev/null)" != "$phil_mode $python" ]; then
+  say "creating ${phil_venv##*/} ($phil_mode, $("$python" --version), $python)"
   rm -rf "$phil_venv" "${phil_stamps:?}"/*
   if [ -n "$phil_requirements_ros" ]; then
     "$python" -m venv "$phil_venv"
   else
     "$python" -m venv --system-site-packages "$phil_venv"
   fi
-  echo "$phil_mode" > "$phil_stamps/mode"
+  echo "$phil_mode $python" > "$phil_stamps/mode"
 fi
 
 # 2. Python packages, whenever the requirement files change.
