@@ -56,7 +56,8 @@ ESTOP_ROUTES_WINDOW_S = 0.2  # ESTOP word changes this close together are one ES
 def quiet_phase(cycle: CycleConfig, every: int) -> int:
     """A tick phase (modulo ``every``) that never carries TMotor or Dynamixel traffic, or 0.
 
-    The snapshot is published on it: on the TMotor tick it made the longest tick longer still.
+    The snapshot is due after it: the spare time after a TMotor or Dynamixel tick is the
+    shortest, and a snapshot that waited there for room would come late.
     """
     divider = cycle.slow_divider
     busy = {*cycle.tmotor_phases, cycle.dxl_phase}
