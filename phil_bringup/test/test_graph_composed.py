@@ -53,7 +53,7 @@ def test_the_composed_command_path_plays_and_quits_with_status_0(tmp_path):
         robot.wait_state('IDLE', 30.0)
 
         assert robot.line('QUIT') == 'OK|QUIT'
-        assert robot.wait_exit(90.0) == 0, robot.text()
+        assert robot.wait_exit(90.0) == 0, robot.story()
         assert 'every node exited after QUIT' in robot.text()
         log = (robot.log_dir / 'command_path.log').read_text()
         for name in MEMBERS:  # each node followed the graph shutdown itself

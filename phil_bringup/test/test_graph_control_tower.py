@@ -78,7 +78,7 @@ def test_the_page_drives_the_robot_shows_it_move_and_its_estop_latches(tmp_path)
                 logged = {name: _lines(robot.log_dir / name) for name in logs}
                 raise AssertionError(
                     f'{error}; status {robot.status()}; logged {logged}\n'
-                    + robot.story(also=('control_tower', 'device_simulator'))
+                    + robot.story(also=('control_tower',))
                 ) from None
             playing = []
             for index in range(3):

@@ -130,7 +130,7 @@ def test_brain_session_moves_the_simulated_robot_and_quits_cleanly(graph):
     drum_session(robot)
 
     assert robot.line('QUIT') == 'OK|QUIT'
-    assert robot.wait_exit(90.0) == 0, robot.text()
+    assert robot.wait_exit(90.0) == 0, robot.story()
     assert 'every node exited after QUIT' in robot.text()
     logs = robot.log_dir
     for name in (

@@ -161,7 +161,7 @@ def test_estop_latches_with_each_node_of_the_motion_path_stopped(graph):
             30.0,
         ), (robot.text(), view.snapshot())
     assert robot.line('QUIT') == 'OK|QUIT'
-    assert robot.wait_exit(90.0) == 0, robot.text()
+    assert robot.wait_exit(90.0) == 0, robot.story()
 
 
 def test_the_port_opens_for_estop_and_quit_when_the_planner_dies_before_standby(tmp_path):

@@ -220,7 +220,7 @@ def test_reset_holds_where_the_joints_are_and_the_next_motion_starts_there(graph
     )
     assert not view.snapshot().faults  # no jump: it started where it was
     assert robot.line('QUIT') == 'OK|QUIT'
-    assert robot.wait_exit(90.0) == 0, robot.text()
+    assert robot.wait_exit(90.0) == 0, robot.story()
 
 
 def bad_scores(folder: Path, marker: str) -> Path:
@@ -359,4 +359,4 @@ def test_no_client_locks_out_or_starves_another_and_a_burst_starves_no_drive(gra
     assert robot.brain.wait_state({'IDLE'}, 60.0) == 'IDLE'
     assert not view.snapshot().faults, view.snapshot().faults
     assert robot.line('QUIT') == 'OK|QUIT'
-    assert robot.wait_exit(90.0) == 0, robot.text()
+    assert robot.wait_exit(90.0) == 0, robot.story()

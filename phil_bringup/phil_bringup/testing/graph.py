@@ -170,12 +170,18 @@ class RunningGraph:
         return ''.join(self.output[-200:])
 
     def story(self, lines: int = 30, also: tuple[str, ...] = ()) -> str:
-        """`text` and the last ``lines`` of the command path's logs (and of the processes
-        named in ``also``): what a failed assertion should show, since CI keeps no log
-        folder."""
+        """`text` and the last ``lines`` of the logs of the command path and the simulated
+        drives under it (and of the processes named in ``also``): what a failed assertion
+        should show, since CI keeps no log folder."""
         parts = [self.text()]
-        command_path = ('behavior_planner', 'score_player', 'trajectory_generator', 'hardware')
-        for name in command_path + also:
+        shown = (
+            'behavior_planner',
+            'score_player',
+            'trajectory_generator',
+            'hardware',
+            'device_simulator',
+        )
+        for name in shown + also:
             path = self.log_dir / f'{name}.log'
             if path.is_file():
                 tail = path.read_text(errors='replace').splitlines()[-lines:]

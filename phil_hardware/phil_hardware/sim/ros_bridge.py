@@ -58,8 +58,9 @@ class RosBridge:
         self.dropped = 0
 
     def start(self) -> None:
-        """Start the ROS process."""
+        """Start the ROS process, time-sharing."""
         self._process.start()
+        leave_real_time(self._process.pid)
 
     def _put(self, item: object) -> None:
         try:
@@ -103,18 +104,43 @@ class RosBridge:
         return thread
 
     def stop(self, timeout_s: float = 5.0) -> None:
-        """Ask the child to shut down; terminate it if it does not within ``timeout_s``."""
+        """Ask the child to shut down; end it if it does not within ``timeout_s``."""
         if self._process.pid is None:
             return
         with contextlib.suppress(queue.Full):
             self._queue.put(None, timeout=1.0)
-        self._process.join(timeout_s)
-        if self._process.is_alive():
-            self._process.terminate()
-            self._process.join(1.0)
+        end_process(self._process, timeout_s)
         # The child may have left first (a graph shutdown reaches it directly): what is still
         # queued has no reader, and waiting to flush it would keep this process from exiting.
         self._queue.cancel_join_thread()
+
+
+def end_process(process: Any, timeout_s: float) -> None:
+    """Wait ``timeout_s`` for ``process`` to end, then SIGTERM it, then SIGKILL it.
+
+    SIGKILL is needed: a child stuck in C code holding the GIL (Fast DDS's teardown can
+    deadlock against a discovery callback when a whole graph stops at once) never runs its
+    Python SIGTERM handler, and multiprocessing's exit handler then waits for it without end:
+    the simulator outlived its launcher's stop and was killed.
+    """
+    process.join(timeout_s)
+    for end in (process.terminate, process.kill):
+        if not process.is_alive():
+            return
+        end()
+        process.join(1.0)
+
+
+def leave_real_time(pid: int) -> None:
+    """Make process ``pid`` (before it starts any thread) time-sharing, niceness at least 0.
+
+    A child inherits the simulator's SCHED_RR and niceness, yet nothing in the bridge is on
+    the drives' time line (the samples carry their own times). At the simulator's priority,
+    its start-up (importing rclpy, a second of CPU) took round-robin slices from the device
+    loop, and a spinning rclpy would take a core ahead of the whole command path.
+    """
+    os.setpriority(os.PRIO_PROCESS, pid, max(0, os.getpriority(os.PRIO_PROCESS, pid)))
+    os.sched_setscheduler(pid, os.SCHED_OTHER, os.sched_param(0))
 
 
 def _child_main(items: Any, joint_names: list[str], parent_pid: int) -> None:

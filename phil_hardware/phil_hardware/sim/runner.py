@@ -13,6 +13,7 @@ then lines ``fault <joint> <kind> [value]``, ``clear <joint> [kind]``, ``faults`
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import ipaddress
 import json
 import logging
@@ -48,6 +49,8 @@ from phil_hardware.sim.runner_options import build_parser
 
 _LOG = logging.getLogger('phil_hardware.sim')
 READY_LINE = 'device simulator ready'
+#: Longest stop after the stop signal [s]; below the launcher's SIGKILL (15 s).
+TEARDOWN_LIMIT_S = 12.0
 
 
 def can_channels(model: RobotModel, base: str | None, overrides: Sequence[str]) -> dict[str, str]:
@@ -153,6 +156,9 @@ def run(args: argparse.Namespace, stop: threading.Event, out: TextIO = sys.stdou
             ).start()
         _emit(out, READY_LINE)
         stop.wait()
+        # Left armed through the interpreter's exit: a hang in the teardown or in an exit
+        # handler leaves every thread's stack in the log, before the launcher's SIGKILL.
+        faulthandler.dump_traceback_later(TEARDOWN_LIMIT_S, exit=True)
     return 0
 
 
