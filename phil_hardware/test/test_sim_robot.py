@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import math
 import re
+import select
 import time
 import uuid
 from dataclasses import asdict
@@ -19,7 +20,9 @@ from phil_hardware.core.clock import MonotonicClock
 from phil_hardware.core.codecs import CanFrame, dynamixel, epos4, tmotor
 from phil_hardware.core.codecs.epos4 import NmtCommand, ObjectIndex
 from phil_hardware.core.transport import CanTransport, open_can_bus
+from phil_hardware.core.transport.can_bus import restrict_to_own_group
 from phil_hardware.sim import Limb, ManualClock, PtyPort, SimConfig, SimulatedRobot
+from phil_hardware.sim.loop_stalls import LoopStalls
 from phil_hardware.sim.multicast import check_channel
 
 STEP_S = 0.001
@@ -357,6 +360,25 @@ def test_replies_leave_as_one_datagram_only_to_a_client_that_sends_them_so(model
         wire.close()
 
 
+def test_another_groups_frame_queued_before_the_restriction_is_discarded():
+    # Between python-can's bind and the restriction to its own group, a socket gets every
+    # group joined on the port (another bus of the same process, a parallel test).
+    groups = [unique_group(index) for index in range(2)]
+    other = open_can_bus(CanBusParams('can1', 'udp_multicast', groups[1], 10**6))
+    unrestricted = can.Bus(interface='udp_multicast', channel=groups[0])
+    try:
+        other.send(can.Message(arbitration_id=0x123, data=b'\x01', is_extended_id=False))
+        readable, _, _ = select.select([unrestricted.fileno()], [], [], 10.0)
+        assert readable, "the other group's frame never reached the unrestricted socket"
+        restrict_to_own_group(
+            unrestricted, CanBusParams('can0', 'udp_multicast', groups[0], 10**6)
+        )
+        assert unrestricted.recv(0.05) is None
+    finally:
+        other.shutdown()
+        unrestricted.shutdown()
+
+
 @pytest.mark.timeout(30)
 def test_a_device_loop_that_did_not_run_says_so(model, caplog):
     # Every simulated device is silent while the loop does not run: a feedback timeout it
@@ -375,7 +397,9 @@ def test_a_device_loop_that_did_not_run_says_so(model, caplog):
             robot.stop()
             bus.shutdown()
     assert robot.stalls.count == 1 and robot.stalls.longest_s == pytest.approx(0.35)
-    assert 'device loop stalled for 350 ms' in caplog.text
+    assert (
+        'device loop stalled for 350 ms (the machine did not run it; its own work' in caplog.text
+    )
     # Where the time went: this thread's wait for a CPU and the hypervisor's steal, over the
     # window since they were last read (the loop reads them once a second of its clock: at 0).
     assert re.search(
@@ -383,3 +407,37 @@ def test_a_device_loop_that_did_not_run_says_so(model, caplog):
         r'\d+ ms of all CPUs',
         caplog.text,
     ), caplog.text
+
+
+def test_a_stall_of_the_loops_own_work_says_the_simulator_fell_behind(caplog):
+    stalls = LoopStalls()
+    with caplog.at_level(logging.WARNING, logger='phil_hardware.sim.robot'):
+        stalls.iteration(0.0, 0.0)
+        burnt_from_s = time.thread_time()
+        while time.thread_time() - burnt_from_s < 0.15:  # a step that computes for 150 ms
+            pass
+        stalls.iteration(0.2, 0.2)
+    found = re.search(
+        r'stalled for 200 ms \(its own work took (\d+) ms of it: the simulator fell behind\)',
+        caplog.text,
+    )
+    assert found, caplog.text
+    assert int(found.group(1)) >= 150
+
+
+@pytest.mark.timeout(30)
+def test_the_simulated_time_starts_with_the_loop_not_with_the_set_up(model):
+    bus = can.Bus(interface='virtual', channel=f'setup-{uuid.uuid4().hex}')
+    clock = ManualClock()
+    robot = SimulatedRobot(model, {'can0': bus}, clock=clock)
+    clock.advance(5.0)  # the set-up took 5 s
+    robot.start()
+    try:
+        while robot.time_s < clock.now():  # the pytest timeout bounds it
+            time.sleep(0.001)
+    finally:
+        robot.stop()
+        bus.shutdown()
+    times_s, _ = robot.history()
+    # Two samples, at construction and at the start: no physics was replayed between them.
+    assert times_s.tolist() == [0.0, 5.0]

@@ -1,15 +1,18 @@
 """Gaps of the simulator's device loop, and where the time went.
 
-While the device loop does not run, every simulated device is silent, which no real drive would
-be: a feedback timeout then is the machine's. :class:`LoopStalls` counts the gaps and says for
-each whether the loop's thread was waiting for a CPU (its run delay, from the kernel's
-schedstat), the hypervisor had taken the CPU (steal), or neither (the thread was blocked).
+While the device loop does not come round, every simulated device is silent, which no real
+drive would be: a feedback timeout then is the simulator's or the machine's, never a drive's.
+:class:`LoopStalls` counts the gaps and says for each how much of it the loop's own work took
+(the thread's CPU time: the simulator fell behind), whether the thread was waiting for a CPU
+(its run delay, from the kernel's schedstat), the hypervisor had taken the CPU (steal), or
+none of these (the thread was blocked).
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import time
 
 from phil_hardware.core.realtime import run_delay_ms, steal_ms
 
@@ -34,16 +37,19 @@ class LoopStalls:
         self.longest_s = 0.0
         self._sampled_at_s = -math.inf
         self._sample: tuple[float | None, float | None] = (None, None)
+        self._cpu_s: float | None = None  # the loop thread's CPU time at its last iteration
 
     def iteration(self, now_s: float, gap_s: float) -> None:
         """One loop iteration at ``now_s``, ``gap_s`` after the previous one [s]."""
+        cpu_before_s, self._cpu_s = self._cpu_s, time.thread_time()
         if gap_s > STALL_REPORT_S:
             self.count += 1
             self.longest_s = max(self.longest_s, gap_s)
             _LOG.warning(
-                'device loop stalled for %.0f ms (the machine did not run it): every simulated '
-                'device was silent meanwhile, as no real drive would be; %s',
+                'device loop stalled for %.0f ms (%s): every simulated device was silent '
+                'meanwhile, as no real drive would be; %s',
                 gap_s * 1e3,
+                _whose(gap_s, None if cpu_before_s is None else self._cpu_s - cpu_before_s),
                 self._where_the_time_went(now_s),
             )
         if now_s - self._sampled_at_s >= SAMPLE_PERIOD_S:
@@ -62,3 +68,12 @@ class LoopStalls:
         # Sampled at the first iteration already: a stall comes later, so the window is finite.
         window_ms = (now_s - self._sampled_at_s) * 1e3
         return f'in the last {window_ms:.0f} ms {" and ".join(parts)}'
+
+
+def _whose(gap_s: float, own_s: float | None) -> str:
+    """Whether the loop's own work (``own_s`` of CPU time, None: unknown) took the gap."""
+    if own_s is None:  # the loop's first iteration
+        return 'its own share unknown'
+    if own_s > gap_s / 2:
+        return f'its own work took {own_s * 1e3:.0f} ms of it: the simulator fell behind'
+    return f'the machine did not run it; its own work took {own_s * 1e3:.0f} ms'

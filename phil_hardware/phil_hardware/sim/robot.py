@@ -130,6 +130,7 @@ class SimulatedRobot:
         self._impact_feed = ImpactFeed(detector, self.config.impact_batch_s)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._started = False
         self._fds: dict[str, int] = {}
         self._truth_sources = [(d.joint.index, d.motor, d.axis) for d in self.devices.values()]
         self.frames_received = 0
@@ -336,8 +337,16 @@ class SimulatedRobot:
         return self._impact_feed.flush()
 
     def start(self) -> SimulatedRobot:
-        """Run the device loop in a daemon thread until :meth:`stop`."""
+        """Run the device loop in a daemon thread until :meth:`stop`.
+
+        The simulated time starts with the first start: the loop does not first replay the
+        physics of the time it was being set up (a second or more under load, with the ROS
+        bridge starting, took the first iteration hundreds of milliseconds).
+        """
         if self._thread is None:
+            if not self._started:
+                self._started = True
+                self._record(self.clock.now())
             self._stop.clear()
             self._thread = threading.Thread(target=self._run, name='phil-sim-devices', daemon=True)
             self._thread.start()

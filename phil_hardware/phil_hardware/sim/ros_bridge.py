@@ -139,8 +139,11 @@ def leave_real_time(pid: int) -> None:
     its start-up (importing rclpy, a second of CPU) took round-robin slices from the device
     loop, and a spinning rclpy would take a core ahead of the whole command path.
     """
-    os.setpriority(os.PRIO_PROCESS, pid, max(0, os.getpriority(os.PRIO_PROCESS, pid)))
-    os.sched_setscheduler(pid, os.SCHED_OTHER, os.sched_param(0))
+    try:
+        os.setpriority(os.PRIO_PROCESS, pid, max(0, os.getpriority(os.PRIO_PROCESS, pid)))
+        os.sched_setscheduler(pid, os.SCHED_OTHER, os.sched_param(0))
+    except ProcessLookupError:
+        pass  # gone already (its exit code says why)
 
 
 def _child_main(items: Any, joint_names: list[str], parent_pid: int) -> None:

@@ -112,7 +112,7 @@ def open_can_bus(params: CanBusParams, **kwargs: Any) -> can.BusABC:
             f'{error}. {hint}'.rstrip()
         ) from error
     if params.interface == 'udp_multicast':
-        _only_own_group(bus, params)
+        restrict_to_own_group(bus, params)
     return bus
 
 
@@ -130,9 +130,15 @@ def _enlarge_receive_buffer(sock: socket.socket) -> int:
     return sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
 
 
-def _only_own_group(bus: can.BusABC, params: CanBusParams) -> None:
-    # python-can binds every group to the same port; without this, can0's socket also gets the
-    # frames of can1..can3 (and of any parallel test on another ff11:: group).
+def restrict_to_own_group(bus: can.BusABC, params: CanBusParams) -> None:
+    """Make a python-can ``udp_multicast`` bus receive only its own group's frames.
+
+    python-can binds every group to the same port; without this, can0's socket also gets the
+    frames of can1..can3 (and of any parallel test on another ff11:: group).
+
+    Raises:
+        TransportError: The kernel does not offer ``IPV6_MULTICAST_ALL`` (the bus is shut).
+    """
     sock = getattr(getattr(bus, '_multicast', None), '_socket', None)
     if sock is None:
         return
@@ -145,6 +151,13 @@ def _only_own_group(bus: can.BusABC, params: CanBusParams) -> None:
             f'CAN bus {params.name!r}: cannot restrict the socket to group {params.channel} '
             f'(IPV6_MULTICAST_ALL: {error}); Linux >= 4.20 is needed'
         ) from error
+    # What arrived between the bind and the option may be another group's: discard it (the bus
+    # was just opened, nothing waits for a frame on it yet).
+    while True:
+        try:
+            sock.recv(65536, socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            return
 
 
 class CanTransport:
