@@ -6,6 +6,7 @@ import logging
 import math
 import re
 import select
+import threading
 import time
 import uuid
 from dataclasses import asdict
@@ -397,9 +398,11 @@ def test_a_device_loop_that_did_not_run_says_so(model, caplog):
             robot.stop()
             bus.shutdown()
     assert robot.stalls.count == 1 and robot.stalls.longest_s == pytest.approx(0.35)
-    assert (
-        'device loop stalled for 350 ms (the machine did not run it; its own work' in caplog.text
-    )
+    assert re.search(
+        r'device loop stalled for 350 ms \(the machine did not run it; its own work took \d+ ms, '
+        r"the simulator's other threads \d+ ms\)",
+        caplog.text,
+    ), caplog.text
     # Where the time went: this thread's wait for a CPU and the hypervisor's steal, over the
     # window since they were last read (the loop reads them once a second of its clock: at 0).
     assert re.search(
@@ -413,12 +416,33 @@ def test_a_stall_of_the_loops_own_work_says_the_simulator_fell_behind(caplog):
     stalls = LoopStalls()
     with caplog.at_level(logging.WARNING, logger='phil_hardware.sim.robot'):
         stalls.iteration(0.0, 0.0)
-        burnt_from_s = time.thread_time()
-        while time.thread_time() - burnt_from_s < 0.15:  # a step that computes for 150 ms
-            pass
+        _burn_cpu(0.15)  # a step that computes for 150 ms
         stalls.iteration(0.2, 0.2)
     found = re.search(
         r'stalled for 200 ms \(its own work took (\d+) ms of it: the simulator fell behind\)',
+        caplog.text,
+    )
+    assert found, caplog.text
+    assert int(found.group(1)) >= 150
+
+
+def _burn_cpu(seconds: float) -> None:
+    burnt_from_s = time.thread_time()
+    while time.thread_time() - burnt_from_s < seconds:
+        pass
+
+
+def test_a_stall_while_another_thread_computed_names_the_simulators_other_threads(caplog):
+    stalls = LoopStalls()
+    with caplog.at_level(logging.WARNING, logger='phil_hardware.sim.robot'):
+        stalls.iteration(0.0, 0.0)
+        other = threading.Thread(target=_burn_cpu, args=(0.15,))
+        other.start()
+        other.join()
+        stalls.iteration(0.2, 0.2)
+    found = re.search(
+        r"stalled for 200 ms \(the simulator's other threads took (\d+) ms of it, holding "
+        r"Python's lock: the simulator fell behind\)",
         caplog.text,
     )
     assert found, caplog.text

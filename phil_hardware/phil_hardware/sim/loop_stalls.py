@@ -37,11 +37,12 @@ class LoopStalls:
         self.longest_s = 0.0
         self._sampled_at_s = -math.inf
         self._sample: tuple[float | None, float | None] = (None, None)
-        self._cpu_s: float | None = None  # the loop thread's CPU time at its last iteration
+        # The loop thread's and the whole process's CPU time at the last iteration [s].
+        self._cpu_s: tuple[float, float] | None = None
 
     def iteration(self, now_s: float, gap_s: float) -> None:
         """One loop iteration at ``now_s``, ``gap_s`` after the previous one [s]."""
-        cpu_before_s, self._cpu_s = self._cpu_s, time.thread_time()
+        before, self._cpu_s = self._cpu_s, (time.thread_time(), time.process_time())
         if gap_s > STALL_REPORT_S:
             self.count += 1
             self.longest_s = max(self.longest_s, gap_s)
@@ -49,7 +50,7 @@ class LoopStalls:
                 'device loop stalled for %.0f ms (%s): every simulated device was silent '
                 'meanwhile, as no real drive would be; %s',
                 gap_s * 1e3,
-                _whose(gap_s, None if cpu_before_s is None else self._cpu_s - cpu_before_s),
+                'its own share unknown' if before is None else _whose(gap_s, before, self._cpu_s),
                 self._where_the_time_went(now_s),
             )
         if now_s - self._sampled_at_s >= SAMPLE_PERIOD_S:
@@ -70,10 +71,20 @@ class LoopStalls:
         return f'in the last {window_ms:.0f} ms {" and ".join(parts)}'
 
 
-def _whose(gap_s: float, own_s: float | None) -> str:
-    """Whether the loop's own work (``own_s`` of CPU time, None: unknown) took the gap."""
-    if own_s is None:  # the loop's first iteration
-        return 'its own share unknown'
+def _whose(gap_s: float, before: tuple[float, float], after: tuple[float, float]) -> str:
+    """Whose work took the gap: the loop's own, the process's other threads (the loop waits
+    for Python's lock meanwhile), or neither (the machine did not run it). ``before`` and
+    ``after``: the loop thread's and the process's CPU time [s]."""
+    own_s = after[0] - before[0]
+    others_s = after[1] - before[1] - own_s
     if own_s > gap_s / 2:
         return f'its own work took {own_s * 1e3:.0f} ms of it: the simulator fell behind'
-    return f'the machine did not run it; its own work took {own_s * 1e3:.0f} ms'
+    if others_s > gap_s / 2:
+        return (
+            f"the simulator's other threads took {others_s * 1e3:.0f} ms of it, holding "
+            "Python's lock: the simulator fell behind"
+        )
+    return (
+        f'the machine did not run it; its own work took {own_s * 1e3:.0f} ms, the '
+        f"simulator's other threads {others_s * 1e3:.0f} ms"
+    )
