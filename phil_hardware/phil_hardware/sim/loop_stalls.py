@@ -3,9 +3,10 @@
 While the device loop does not come round, every simulated device is silent, which no real
 drive would be: a feedback timeout then is the simulator's or the machine's, never a drive's.
 :class:`LoopStalls` counts the gaps and says for each how much of it the loop's own work took
-(the thread's CPU time: the simulator fell behind), whether the thread was waiting for a CPU
-(its run delay, from the kernel's schedstat), the hypervisor had taken the CPU (steal), or
-none of these (the thread was blocked).
+(the thread's CPU time: the simulator fell behind), how much its other threads took (the loop
+waited for Python's lock), whether the thread was waiting for a CPU (its run delay, from the
+kernel's schedstat), the hypervisor had taken the CPU (steal), or none of these: the machine
+did not run the process at all (a pause of the virtual machine shows as nothing else here).
 """
 
 from __future__ import annotations

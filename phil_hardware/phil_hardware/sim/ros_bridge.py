@@ -120,8 +120,8 @@ def end_process(process: Any, timeout_s: float) -> None:
 
     SIGKILL is needed: a child stuck in C code holding the GIL (Fast DDS's teardown can
     deadlock against a discovery callback when a whole graph stops at once) never runs its
-    Python SIGTERM handler, and multiprocessing's exit handler then waits for it without end:
-    the simulator outlived its launcher's stop and was killed.
+    Python SIGTERM handler, and multiprocessing's exit handler then waits for it without end
+    (CI once saw the simulator outlive the launcher's stop, killed after 15 s).
     """
     process.join(timeout_s)
     for end in (process.terminate, process.kill):
@@ -136,8 +136,8 @@ def leave_real_time(pid: int) -> None:
 
     A child inherits the simulator's SCHED_RR and niceness, yet nothing in the bridge is on
     the drives' time line (the samples carry their own times). At the simulator's priority,
-    its start-up (importing rclpy, a second of CPU) took round-robin slices from the device
-    loop, and a spinning rclpy would take a core ahead of the whole command path.
+    its start-up (importing rclpy, a second of CPU) would take round-robin slices from the
+    device loop, and a spinning rclpy a core ahead of the whole command path.
     """
     try:
         os.setpriority(os.PRIO_PROCESS, pid, max(0, os.getpriority(os.PRIO_PROCESS, pid)))
