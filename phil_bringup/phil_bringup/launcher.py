@@ -19,6 +19,7 @@ Usage: ``python -m phil_bringup.launcher [--real] [--log-dir DIR] [--tcp-port N]
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import math
 import os
@@ -38,7 +39,7 @@ from phil_bringup.core.node_set import NodeSpec, nodes_for, processes_for
 from phil_bringup.launch_options import node_overrides, parse_arguments
 from phil_bringup.process_commands import composed_command, config_path, node_command
 from phil_description.core.capped_log import CappedTextLog
-from phil_description.core.exit_status import CONFIG_ERROR_EXIT
+from phil_description.core.exit_status import CONFIG_ERROR_EXIT, STACK_DUMP_SIGNAL
 from phil_description.core.graph_key import GRAPH_KEY_ENV, GraphKey
 from phil_description.core.parent_process import PARENT_PID_ENV
 
@@ -47,6 +48,8 @@ SIGINT_REPEAT_S = 5.0  # longer than any node needs to shut down cleanly
 QUIT_TIMEOUT_S = 60.0  # QUIT drives to the shutdown pose first
 # Once a node has ended on the graph shutdown, the others have this long to follow.
 QUIT_EXIT_GRACE_S = 10.0
+# A node asked for its stacks has this long to write them to its log before it is stopped.
+STACK_DUMP_WAIT_S = 1.0
 SIMULATOR_READY_TIMEOUT_S = 30.0
 SIMULATOR_READY_LINE = 'device simulator ready'
 OUTPUT_TAIL_LINES = 100  # a Python traceback of an interrupted import fits
@@ -166,6 +169,7 @@ class Launcher:
                     file=sys.stderr,
                     flush=True,
                 )
+                self._dump_stacks([r for r in self._running if r.spec.ros_node])
                 return 1
             refused = next(
                 (r for r in self._running if r.process.poll() == CONFIG_ERROR_EXIT), None
@@ -188,13 +192,15 @@ class Launcher:
             if first_exit_s is None and any(r.process.poll() == 0 for r in nodes):
                 first_exit_s = time.monotonic()
             elif first_exit_s is not None and time.monotonic() - first_exit_s > QUIT_EXIT_GRACE_S:
-                lingering = ', '.join(r.spec.name for r in nodes if r.process.poll() is None)
+                lingering = [r for r in nodes if r.process.poll() is None]
                 print(
-                    f'[phil] {lingering} did not exit within {QUIT_EXIT_GRACE_S:g} s of the '
-                    f'graph shutdown; stopping it',
+                    f'[phil] {", ".join(r.spec.name for r in lingering)} did not exit within '
+                    f'{QUIT_EXIT_GRACE_S:g} s of the graph shutdown; its stacks are in its log; '
+                    f'stopping it',
                     file=sys.stderr,
                     flush=True,
                 )
+                self._dump_stacks(lingering)
                 return 1
             for running in self._running:
                 code = running.process.poll()
@@ -210,6 +216,17 @@ class Launcher:
                 return 1
             time.sleep(0.2)
         return 0
+
+    @staticmethod
+    def _dump_stacks(nodes: list[Running]) -> None:
+        """Have each of ``nodes`` still running print its threads' stacks to its log (every
+        node registers ``STACK_DUMP_SIGNAL``; ``node_runner``): where it hung."""
+        alive = [r for r in nodes if r.process.poll() is None]
+        for running in alive:
+            with contextlib.suppress(ProcessLookupError):
+                running.process.send_signal(STACK_DUMP_SIGNAL)
+        if alive:
+            time.sleep(STACK_DUMP_WAIT_S)  # its output pump copies the dump to the log
 
     def _report_refused_configuration(self, running: Running) -> None:
         """A node refused its configuration while it was built: say which, with its parameter

@@ -188,6 +188,6 @@ def test_the_port_opens_for_estop_and_quit_when_the_planner_dies_before_standby(
         assert robot.line('ESTOP').startswith('OK|ESTOP')
         assert view.wait(lambda s: s.estop, 10.0) is not None
         assert robot.line('QUIT').startswith('OK|QUIT')
-        assert robot.wait_exit(60.0) == 1, robot.text()
+        assert robot.wait_exit(60.0) == 1, robot.story()
     finally:
         robot.stop()

@@ -18,6 +18,7 @@ from std_msgs.msg import String  # noqa: E402
 
 from phil_bringup.core.node_set import nodes_for  # noqa: E402
 from phil_bringup.testing.graph import RunningGraph, niceness_of  # noqa: E402
+from phil_description.core.exit_status import STACK_DUMP_SIGNAL  # noqa: E402
 from phil_ros.qos import LATCHED  # noqa: E402
 from phil_ros.testing import ros_test_context  # noqa: E402
 
@@ -182,8 +183,9 @@ def test_ctrl_c_while_the_nodes_start_stops_everything_cleanly(tmp_path, delay_s
 
 
 def test_a_node_that_misses_the_graph_shutdown_is_stopped_after_the_grace(monkeypatch, capsys):
-    """After QUIT, once one node has ended, a node still running after the grace is named and
-    the launcher moves on to stopping it (instead of waiting forever)."""
+    """After QUIT, once one node has ended, a node still running after the grace is named,
+    prints where it hangs (its threads' stacks, as every node registers the stack-dump signal)
+    and the launcher moves on to stopping it (instead of waiting forever)."""
     from phil_bringup import launcher as launcher_module
     from phil_bringup.core.node_set import NodeSpec
 
@@ -191,12 +193,24 @@ def test_a_node_that_misses_the_graph_shutdown_is_stopped_after_the_grace(monkey
     launcher = launcher_module.Launcher([], sim=True, log_dir=None)
     ended = subprocess.Popen([sys.executable, '-c', 'pass'])
     # Started as the launcher starts a node (own session, Ctrl-C not ignored even where the
-    # test runner ignores it).
+    # test runner ignores it), registering the stack dump as node_runner does.
+    hanging_node = (
+        'import faulthandler, sys, time\n'
+        f'faulthandler.register({int(STACK_DUMP_SIGNAL)}, all_threads=True)\n'
+        'print("registered", flush=True)\n'
+        'def hang_in_teardown():\n'
+        '    time.sleep(60)\n'
+        'hang_in_teardown()\n'
+    )
     lingering = subprocess.Popen(
-        [sys.executable, '-c', 'import time; time.sleep(60)'],
+        [sys.executable, '-c', hanging_node],
         start_new_session=True,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
+    assert lingering.stdout.readline() == 'registered\n'
     try:
         launcher._running = [
             launcher_module.Running(
@@ -213,7 +227,30 @@ def test_a_node_that_misses_the_graph_shutdown_is_stopped_after_the_grace(monkey
         )
         launcher.stop()
         assert lingering.poll() is not None
+        # faulthandler's format (a KeyboardInterrupt traceback says "line N, in").
+        assert re.search(r'line \d+ in hang_in_teardown', lingering.stderr.read())
     finally:
         if lingering.poll() is None:
             lingering.kill()
             lingering.wait()
+
+
+def test_a_failed_graph_story_leads_with_the_logs_of_the_processes_named_as_failing(tmp_path):
+    """A report that CI shortens in the middle still shows why: the logs of the nodes the
+    launcher named (not exited, exited with an error) come right after its own lines, longer
+    than the others."""
+    graph = RunningGraph(tmp_path)
+    graph.log_dir.mkdir()
+    graph.output = [
+        '[phil] started phil_control/tcp_bridge as tcp_bridge (pid 1)\n',
+        '[phil] tcp_bridge, score_player did not exit within 10 s of the graph shutdown; '
+        'its stacks are in its log; stopping it\n',
+        '[phil] hardware exited with code 1\n',
+    ]
+    for name in ('behavior_planner', 'hardware', 'tcp_bridge', 'score_player'):
+        lines = [f'{name} line {index}' for index in range(100)]
+        (graph.log_dir / f'{name}.log').write_text('\n'.join(lines) + '\n')
+    story = graph.story(lines=10)
+    headers = re.findall(r'--- (\w+)\.log', story)
+    assert headers == ['tcp_bridge', 'score_player', 'hardware', 'behavior_planner']
+    assert 'tcp_bridge line 60' in story and 'behavior_planner line 89' not in story

@@ -92,7 +92,7 @@ def test_a_reference_client_session_is_carried_out_command_by_command(graph):
     assert 'Hit accepted' in planner_log(graph)
     assert 'rejected' not in planner_log(graph), planner_log(graph)
     client.send('QUIT')
-    assert graph.wait_exit(EXIT_S) == 0, graph.text()
+    assert graph.wait_exit(EXIT_S) == 0, graph.story()
     assert in_order(
         client.states, ['INIT', 'IDLE', 'PLAYING', 'IDLE', 'PLAYING', 'IDLE', 'PLAYING', 'IDLE']
     ), client.states
@@ -113,7 +113,7 @@ def test_quit_mid_song_stops_it_moves_to_the_shutdown_pose_and_ends_every_proces
     fields = watcher.wait_status(lambda f: f[1] != 'SHUTTINGDOWN' or at(f, **shutdown), MOTION_S)
     assert fields[1] == 'SHUTTINGDOWN' and at(fields, **shutdown), fields
     assert fields[16] == '0', fields  # no resume point after QUIT
-    assert graph.wait_exit(EXIT_S) == 0, graph.text()
+    assert graph.wait_exit(EXIT_S) == 0, graph.story()
     assert 'Quit accepted; state SHUTTINGDOWN' in planner_log(graph)
 
 
@@ -121,7 +121,7 @@ def test_quit_during_start_ends_every_process_without_any_motion(graph):
     client = ReferenceClient(graph.tcp_port, gaps_s=(0.0, 0.0))
     client.send('START')
     client.send('QUIT')
-    assert graph.wait_exit(EXIT_S) == 0, graph.text()
+    assert graph.wait_exit(EXIT_S) == 0, graph.story()
     log = planner_log(graph)
     assert 'Start accepted' in log and 'Quit accepted; state SHUTTINGDOWN' in log, log
     # START's motion was dropped before it started, or (START is fast: its first sample is

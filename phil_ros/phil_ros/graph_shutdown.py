@@ -80,9 +80,12 @@ class GraphShutdownSender:
             GraphShutdown, GRAPH_SHUTDOWN_TOPIC, GRAPH_SHUTDOWN_QOS
         )
         self.sent = False
+        self._matched_at_send = 0
 
     def send(self, reason: str = 'QUIT') -> None:
         msg = GraphShutdown(reason=reason, nonce=secrets.token_hex(8))
+        # Counted before the message goes: the nodes that get it at once leave at once.
+        self._matched_at_send = self._publisher.get_subscription_count()
         self._publisher.publish(sign_message(self._key, msg))
         self.sent = True
 
@@ -93,12 +96,13 @@ class GraphShutdownSender:
         and at least ``subscribers`` nodes have been matched meanwhile: a QUIT right after
         start-up can come before discovery has finished, and a node that matches only after
         this writer has gone never gets the message. (A node that got it may leave at once,
-        so the most matched at any time counts.) False when the time is up, or when the
-        process's context is shut down meanwhile (Ctrl-C: the launcher stops every node)."""
+        so the most matched at any time from the send on counts.) False when the time is up,
+        or when the process's context is shut down meanwhile (Ctrl-C: the launcher stops every
+        node)."""
         if not self.sent:
             return True
         deadline = time.monotonic() + timeout_s
-        most = 0
+        most = self._matched_at_send
         while True:
             if not self._context.ok():
                 return False

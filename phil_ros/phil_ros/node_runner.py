@@ -31,7 +31,7 @@ from rclpy.executors import Executor, ExternalShutdownException
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
-from phil_description.core.exit_status import CONFIG_ERROR_EXIT
+from phil_description.core.exit_status import CONFIG_ERROR_EXIT, STACK_DUMP_SIGNAL
 from phil_description.core.graph_key import GraphKey, GraphKeyError
 from phil_description.core.parent_process import parent_gone_check
 from phil_ros.executors import SHUTDOWN_POLL_PERIOD_S, fastest_executor
@@ -99,6 +99,7 @@ def run_nodes(
     the process that started it is gone (:mod:`phil_description.core.parent_process`).
     """
     faulthandler.enable()  # a crash in rclpy's C code still names the Python line
+    faulthandler.register(STACK_DUMP_SIGNAL, all_threads=True)  # where a hung node is
     stop_signals = StopSignals().install()
     parent_gone = parent_gone_check()
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)

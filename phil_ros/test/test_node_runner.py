@@ -5,6 +5,7 @@ deadlock does) still ends the process."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import signal
@@ -18,6 +19,7 @@ import pytest
 
 rclpy = pytest.importorskip('rclpy')
 
+from phil_description.core.exit_status import STACK_DUMP_SIGNAL  # noqa: E402
 from phil_description.core.graph_key import GraphKey  # noqa: E402
 from phil_msgs.msg import GraphShutdown  # noqa: E402
 from phil_ros.graph_safety import sign_message  # noqa: E402
@@ -414,12 +416,10 @@ LISTENER = textwrap.dedent("""
 """)
 
 
-def test_the_graph_shutdown_sender_waits_until_every_node_has_the_message(domain_env):
-    """The sender stops at once after sending (it runs real-time); a slower node whose copy
-    was lost in transit must still get it, so the sender stays until every node
-    acknowledged it."""
-    from phil_ros.graph_shutdown import GraphShutdownSender
-
+@contextlib.contextmanager
+def running_listener(domain_env):
+    """A node process run by ``run_node`` (ready: its constructor ran); killed if it is
+    still running at the end."""
     listener = subprocess.Popen(
         [sys.executable, '-c', LISTENER],
         env=domain_env,
@@ -429,13 +429,35 @@ def test_the_graph_shutdown_sender_waits_until_every_node_has_the_message(domain
     )
     try:
         _wait_for_line(listener, 'ready', READY_TIMEOUT_S)
-        with ros_test_context(int(domain_env['ROS_DOMAIN_ID'])) as context:
-            node = rclpy.create_node('shutdown_sender', context=context)
-            sender = GraphShutdownSender(node, GraphKey.from_environment())
-            deadline = time.monotonic() + READY_TIMEOUT_S
-            while node.count_subscribers(GRAPH_SHUTDOWN_TOPIC) < 1:
-                assert time.monotonic() < deadline, 'the listener never subscribed'
-                time.sleep(0.05)
+        yield listener
+    finally:
+        if listener.poll() is None:  # SIGKILL ends it, stopped or not
+            listener.kill()
+            listener.wait()
+
+
+@contextlib.contextmanager
+def matched_sender(domain_env):
+    """A GraphShutdownSender in this process whose writer has matched the listener."""
+    from phil_ros.graph_shutdown import GraphShutdownSender
+
+    with ros_test_context(int(domain_env['ROS_DOMAIN_ID'])) as context:
+        node = rclpy.create_node('shutdown_sender', context=context)
+        sender = GraphShutdownSender(node, GraphKey.from_environment())
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while node.count_subscribers(GRAPH_SHUTDOWN_TOPIC) < 1:
+            assert time.monotonic() < deadline, 'the listener never subscribed'
+            time.sleep(0.05)
+        yield sender
+        node.destroy_node()  # the only writer of the message is gone
+
+
+def test_the_graph_shutdown_sender_waits_until_every_node_has_the_message(domain_env):
+    """The sender stops at once after sending (it runs real-time); a slower node whose copy
+    was lost in transit must still get it, so the sender stays until every node
+    acknowledged it."""
+    with running_listener(domain_env) as listener:
+        with matched_sender(domain_env) as sender:
             os.kill(listener.pid, signal.SIGSTOP)  # a node that cannot run right now
             sender.send()
             # Not delivered while the node cannot acknowledge it; the sender must stay.
@@ -444,11 +466,29 @@ def test_the_graph_shutdown_sender_waits_until_every_node_has_the_message(domain
             assert not sender.wait_delivered(subscribers=2, timeout_s=0.5)
             os.kill(listener.pid, signal.SIGCONT)
             assert sender.wait_delivered(subscribers=1, timeout_s=10.0)
-            node.destroy_node()  # the only writer of the message is gone
         stdout, stderr = listener.communicate(timeout=EXIT_TIMEOUT_S)
-    finally:
-        if listener.poll() is None:  # SIGKILL ends it, stopped or not
-            listener.kill()
-            listener.wait()
     assert listener.returncode == 0, stderr
     assert stdout.splitlines() == ['exited'], stdout
+
+
+def test_a_node_that_got_the_graph_shutdown_and_left_counts_as_delivered(domain_env):
+    """The nodes leave the moment they get the message, often before the sender looks: one
+    matched when it was sent and gone since counts, so the sender does not wait out its time
+    for a node that is no longer there (every QUIT took 5 s longer)."""
+    with running_listener(domain_env) as listener, matched_sender(domain_env) as sender:
+        sender.send()
+        stdout, stderr = listener.communicate(timeout=EXIT_TIMEOUT_S)
+        assert stdout.splitlines() == ['exited'], stderr
+        assert sender.wait_delivered(subscribers=1, timeout_s=10.0)
+
+
+def test_a_node_prints_its_stacks_on_the_stack_dump_signal_and_runs_on(domain_env):
+    """What the launcher sends a node that does not exit after QUIT: the node's log then says
+    where it hangs; the node is not ended by it (the launcher stops it next)."""
+    with running_listener(domain_env) as listener:
+        listener.send_signal(STACK_DUMP_SIGNAL)
+        listener.send_signal(signal.SIGINT)
+        stdout, stderr = listener.communicate(timeout=EXIT_TIMEOUT_S)
+    assert listener.returncode == 0, stderr
+    assert stdout.splitlines() == ['exited'], stdout
+    assert 'most recent call first' in stderr and 'in run_nodes' in stderr, stderr

@@ -21,6 +21,11 @@ from phil_bringup.demo import BrainConnection
 from phil_hardware.core.cpu_load import stat_fields
 
 STARTUP_TIMEOUT_S = 90.0
+# The launcher's lines naming processes that failed: "[phil] a, b did not exit within ...",
+# "[phil] a exited with code 1", "[phil] a died ...", "[phil] a did not stop; killing it".
+_TROUBLE_LINE = re.compile(
+    r'\[phil\] ([\w, ]+?) (?:did not exit|exited with code|died|did not stop)'
+)
 
 
 def _like_a_background_job() -> None:
@@ -172,8 +177,15 @@ class RunningGraph:
     def story(self, lines: int = 30, also: tuple[str, ...] = ()) -> str:
         """`text` and the last ``lines`` of the logs of the command path and the simulated
         drives under it (and of the processes named in ``also``): what a failed assertion
-        should show, since CI keeps no log folder."""
-        parts = [self.text()]
+        should show, since CI keeps no log folder. The logs of the processes the launcher
+        named as failing (one that did not exit, died or exited with an error: its stacks or
+        its traceback) come first and longer, where a shortened report still shows them."""
+        text = self.text()
+        troubled = tuple(
+            dict.fromkeys(
+                name for names in re.findall(_TROUBLE_LINE, text) for name in names.split(', ')
+            )
+        )
         shown = (
             'behavior_planner',
             'score_player',
@@ -181,10 +193,12 @@ class RunningGraph:
             'hardware',
             'device_simulator',
         )
-        for name in shown + also:
+        parts = [text]
+        for name in dict.fromkeys(troubled + shown + also):
             path = self.log_dir / f'{name}.log'
             if path.is_file():
-                tail = path.read_text(errors='replace').splitlines()[-lines:]
+                count = 4 * lines if name in troubled else lines
+                tail = path.read_text(errors='replace').splitlines()[-count:]
                 parts.append(f'--- {name}.log\n' + '\n'.join(tail))
         return '\n'.join(parts)
 
@@ -234,13 +248,13 @@ class RunningGraph:
         assert self.line('PLAY_CTRL|stop') == 'OK|PLAY_CTRL'
         assert self.brain.wait_state({'IDLE'}, 30.0) == 'IDLE', self.text()
         assert self.line('QUIT') == 'OK|QUIT'
-        assert self.wait_exit(90.0) == 0, self.text()
+        assert self.wait_exit(90.0) == 0, self.story()
 
     def wait_exit(self, timeout_s: float) -> int:
         try:
             return self.process.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            raise AssertionError('the graph did not exit:\n' + self.text()) from None
+            raise AssertionError('the graph did not exit:\n' + self.story()) from None
 
     def interrupt(self, timeout_s: float) -> int:
         """Ctrl-C the launcher like a person would; its exit code (output if it hangs)."""
