@@ -6,7 +6,12 @@ drive would be: a feedback timeout then is the simulator's or the machine's, nev
 (the thread's CPU time: the simulator fell behind), how much its other threads took (the loop
 waited for Python's lock), whether the thread was waiting for a CPU (its run delay, from the
 kernel's schedstat), the hypervisor had taken the CPU (steal), or none of these: the machine
-did not run the process at all (a pause of the virtual machine shows as nothing else here).
+did not run the process at all: the thread slept past the end of its wait (at most one loop
+period) without waiting for a CPU. It is not always a pause of the whole virtual machine: in
+one such stall of 1166 ms under load, the hardware's bus loop on the other CPU missed no more
+ticks than in any other second. Most likely the host did not run the virtual CPU the thread
+slept on (steal is not counted for a virtual CPU the host leaves halted); that is inferred,
+not seen.
 """
 
 from __future__ import annotations
