@@ -70,6 +70,7 @@ class CompanionNode:
         self._executor = SingleThreadedExecutor(context=owner.context)
         self._executor.add_node(self.node)
         self._stop = threading.Event()
+        self._destroyed = False
         self._thread = threading.Thread(target=self._spin, name=f'phil-{suffix}', daemon=True)
 
     def start(self) -> None:
@@ -85,12 +86,18 @@ class CompanionNode:
             if self.node.context.ok() and not self._stop.is_set():
                 raise
 
-    def close(self, timeout_s: float = 2.0) -> None:
-        """Stop the thread and destroy the companion node (idempotent)."""
+    def stop(self, timeout_s: float = 2.0) -> None:
+        """Stop the thread and its executor (idempotent); the node stays."""
         if self._stop.is_set():
             return
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout_s)
         self._executor.shutdown(timeout_sec=timeout_s)
-        self.node.destroy_node()
+
+    def close(self, timeout_s: float = 2.0) -> None:
+        """:meth:`stop`, then destroy the companion node (idempotent)."""
+        self.stop(timeout_s)
+        if not self._destroyed:
+            self._destroyed = True
+            self.node.destroy_node()

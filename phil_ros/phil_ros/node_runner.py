@@ -2,9 +2,10 @@
 shutdown, or when the graph is told to shut down (QUIT; :mod:`phil_ros.graph_shutdown`).
 
 Ctrl-C and SIGTERM are requests, not exceptions: our own handler records them and the main
-thread leaves the spin between two callbacks, then tears down in order (executor, nodes,
-context). rclpy's handlers are not installed: a KeyboardInterrupt raised wherever the main
-thread happens to be (halfway through starting the bus loop, say) would leave things half
+thread leaves the spin between two callbacks, shuts the executor down, runs each node's own
+teardown (its ``release``) and ends the process without destroying the DDS entities (see
+:func:`_end_process`). rclpy's handlers are not installed: a KeyboardInterrupt raised wherever
+the main thread happens to be (halfway through starting the bus loop, say) would leave things half
 built, and the context they shut down from inside the signal left the executor's open wait to
 be released after the nodes and the context were gone (Jazzy's rclpy then crashed at exit).
 
@@ -17,12 +18,16 @@ manager.
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import gc
+import logging
+import os
 import signal
 import sys
 import threading
 from collections.abc import Callable, Mapping
+from typing import NoReturn
 
 import rclpy
 from rclpy.context import Context
@@ -77,9 +82,11 @@ def run_node(
     """Create the node after ``rclpy.init`` and spin it until shutdown.
 
     The node follows the graph shutdown (``graph_shutdown``; needs ``PHIL_GRAPH_KEY``, without
-    it the node says so and runs until stopped). Once spinning ends, teardown has
-    ``TEARDOWN_TIMEOUT_S``; if it hangs, the process prints every thread's stack to stderr and
-    exits with status 1 (see :func:`exit_if_stuck`).
+    it the node says so and runs until stopped). Once spinning ends as asked, the node's
+    ``release`` (if it has one) does its own teardown and the process ends with status 0:
+    this does not return. Teardown has ``TEARDOWN_TIMEOUT_S``; if it hangs, the process prints
+    every thread's stack to stderr and exits with status 1 (see :func:`exit_if_stuck`). After
+    an error the nodes and the context are destroyed (``destroy_node``) and the error raised.
     """
     run_nodes({'': make_node}, args, make_executor, graph_shutdown)
 
@@ -91,7 +98,7 @@ def run_nodes(
     graph_shutdown: bool = True,
 ) -> None:
     """:func:`run_node` for several nodes in one process, on ONE executor: ``makers`` maps
-    each node's name to its factory (built in that order, destroyed in reverse order).
+    each node's name to its factory (built in that order, released in reverse order).
 
     A configuration refused by any node ends the process with status 78, its line naming the
     node (the nodes built before it are destroyed). Spinning ends once every node has
@@ -106,6 +113,7 @@ def run_nodes(
     context = rclpy.get_default_context()
     nodes: list[Node] = []
     executor = None
+    stopped = False  # spinning ended as asked: graph shutdown, Ctrl-C, the parent gone
     try:
         try:
             for name, make_node in makers.items():
@@ -118,6 +126,7 @@ def run_nodes(
             _spin_until_all(
                 executor, context, requests, lambda: stop_signals.received or parent_gone()
             )
+            stopped = True
         finally:
             # Armed before the handlers below: clearing a caught exception can already free
             # rcl handles (its traceback holds the frames that own them).
@@ -132,6 +141,9 @@ def run_nodes(
     finally:
         if executor is not None:
             _shut_down(executor)
+        if stopped:
+            _end_process(nodes)
+        # After an error: everything torn down, so the error's report comes out whole.
         while nodes:
             _destroy(nodes.pop())
         rclpy.try_shutdown()
@@ -141,6 +153,29 @@ def run_nodes(
         context.destroy()
         executor = None  # freed while the guard still watches
         faulthandler.cancel_dump_traceback_later()
+
+
+def _end_process(nodes: list[Node]) -> NoReturn:
+    """Each node's own teardown (its ``release``, newest node first), then the end of the
+    process with status 0, without destroying the nodes' DDS entities or the participant.
+
+    Fast DDS can deadlock destroying them while the rest of the graph leaves at the same
+    moment, an open middleware bug (eProsima/Fast-DDS#6193, #6502: entity destruction against
+    remote-participant removal). After QUIT a score player hung so for 20 s in rclpy's
+    ``destroy_node`` until the teardown guard ended it with status 1, and the graph's exit
+    was reported as failed. The system frees what the process held; the other participants
+    drop this one when its lease runs out. A ``release`` that hangs still meets the guard.
+    """
+    while nodes:
+        release = getattr(nodes.pop(), 'release', None)
+        if release is not None:
+            release()
+    faulthandler.cancel_dump_traceback_later()
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # closed, or a reader that left
+            stream.flush()
+    os._exit(0)
 
 
 def _shut_down(executor: Executor) -> None:

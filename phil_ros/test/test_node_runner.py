@@ -61,11 +61,13 @@ BUSY_NODE = textwrap.dedent("""
             self.hooks += 1
             print(f'hook {self.hooks}', flush=True)
 
+        def release(self):
+            print('released', flush=True)
+
     # Generous: a busy machine took over 1 s to tear these nodes down.
     node_runner.TEARDOWN_TIMEOUT_S = 10.0
     run_node(Busy, make_executor=lambda: MultiThreadedExecutor(num_threads=4))
-    time.sleep(10.5)  # the teardown guard is off once run_node returned
-    print('exited', flush=True)
+    print('returned', flush=True)  # never: the process ends after the release
 """)
 
 
@@ -132,29 +134,12 @@ def test_graph_shutdown_ends_busy_multithreaded_nodes_with_code_0(domain_env):
             if process.poll() is None:
                 process.kill()
                 process.wait()
+    # All leave at once, the case where Fast DDS could deadlock destroying their entities (an
+    # open middleware bug, eProsima/Fast-DDS#6193, #6502): no DDS teardown, every one exits 0.
     for code, stdout, stderr in outputs:
-        if code == 0:
-            assert stdout.splitlines() == ['hook 1', 'exited'], stdout
-        else:  # the guard ended a teardown that Fast DDS deadlocked (see _stuck_in_rclpy)
-            assert code == 1 and _stuck_in_rclpy(stderr), stderr
-            assert stdout.splitlines() == ['hook 1'], stdout
+        assert code == 0, stderr
+        assert stdout.splitlines() == ['hook 1', 'released'], stdout
         assert 'Error' not in stderr and 'Traceback' not in stderr, stderr
-
-
-def _stuck_in_rclpy(stderr: str) -> bool:
-    """True when the teardown guard fired with the main thread inside rclpy's own teardown
-    (a node's or the context's destruction in C, under run_nodes).
-
-    Fast DDS can deadlock there when every participant of a graph leaves at once, an open
-    middleware bug (eProsima/Fast-DDS#6193, #6502: entity destruction against remote-
-    participant removal); it hung so in one CI run of the Jazzy suite, on an idle machine.
-    That is what the guard is for: the process still ends, with every thread's stack.
-    """
-    if 'Timeout (' not in stderr:
-        return False
-    stacks = stderr.split('(most recent call first):')[1:]
-    ours = [stack for stack in stacks if 'node_runner.py' in stack]
-    return len(ours) == 1 and '/rclpy/' in ours[0].strip().splitlines()[0]
 
 
 HANGING_TEARDOWN = textwrap.dedent("""
@@ -167,9 +152,8 @@ HANGING_TEARDOWN = textwrap.dedent("""
             super().__init__('stuck_teardown')
             print('ready', flush=True)
 
-        def destroy_node(self):
-            ctypes.PyDLL(None).sleep(60)  # a C call that keeps the GIL, like rcl_node_fini
-            super().destroy_node()
+        def release(self):
+            ctypes.PyDLL(None).sleep(60)  # a C call that keeps the GIL
 
     node_runner.TEARDOWN_TIMEOUT_S = 1.0
     node_runner.run_node(Stuck)
@@ -198,7 +182,7 @@ def test_a_teardown_that_hangs_holding_the_gil_still_ends_the_process(domain_env
     assert process.returncode == 1, (process.returncode, stderr)
     assert 'returned' not in stdout
     assert 'Timeout (0:00:01)!' in stderr
-    assert 'in destroy_node' in stderr  # the stuck frame is named
+    assert 'in release' in stderr  # the stuck frame is named
 
 
 def test_a_coroutine_waiting_on_the_waiting_executor_is_woken_by_the_completion_alone():
@@ -275,7 +259,6 @@ TEARDOWN_PROBE = textwrap.dedent("""
     import os
     import signal
     import rclpy
-    from rclpy.exceptions import InvalidHandle
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.node import Node
     from phil_ros.node_runner import run_node
@@ -301,32 +284,29 @@ TEARDOWN_PROBE = textwrap.dedent("""
         def stop(self):
             os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C
 
-        def destroy_node(self):
-            order.append('node destroyed')
-            super().destroy_node()
+        def release(self):
+            order.append(f'node released (context up: {rclpy.ok()})')
+            print(order, flush=True)
 
     run_node(Probe, make_executor=RecordingExecutor)
-    try:
-        with contexts[0].handle:
-            order.append('context alive after run_node')
-    except InvalidHandle:  # its DDS participant went while the teardown guard watched
-        order.append('context destroyed')
-    print(order, flush=True)
+    print('returned', flush=True)  # never: the process ends after the release
 """)
 
 
-def test_after_ctrl_c_the_executor_is_shut_down_before_its_nodes_and_the_context(domain_env):
-    """The last spin's open wait holds every entity's handle; it must close while the nodes
-    and the context are still there (Jazzy's rclpy crashed at exit otherwise). Ctrl-C must
-    not shut the context down under it, as rclpy's own signal handler would."""
+def test_after_ctrl_c_the_executor_is_shut_down_then_the_node_released_and_the_process_ends(
+    domain_env,
+):
+    """The last spin's open wait holds every entity's handle; it closes before the node's own
+    teardown (Jazzy's rclpy crashed at exit otherwise). Ctrl-C must not shut the context down
+    under it, as rclpy's own signal handler would. Then the process ends with 0 without
+    rclpy's teardown: run_node does not return."""
     done = _run_probe(TEARDOWN_PROBE, domain_env)
     assert done.stdout.strip() == str(
         [
             'context up: True',
             'executor shut down (wait open: True)',
             'wait closed: True',
-            'node destroyed',
-            'context destroyed',
+            'node released (context up: True)',
         ]
     )
 
@@ -337,6 +317,7 @@ ACTION_TEARDOWN_PROBE = textwrap.dedent("""
     from rclpy.action import ActionServer
     from rclpy.node import Node
     from phil_msgs.action import Hit
+    from phil_ros.executors import waiting_executor
     from phil_ros.node_runner import run_node
 
     order = []
@@ -350,22 +331,34 @@ ACTION_TEARDOWN_PROBE = textwrap.dedent("""
         def __init__(self):
             super().__init__('action_teardown_probe')
             self.server = RecordingServer(self, Hit, '~/hit', lambda handle: Hit.Result())
-            self.create_timer(0.01, lambda: os.kill(os.getpid(), signal.SIGTERM))
+            self.create_timer(0.01, self.fail)
+
+        def fail(self):
+            raise RuntimeError('a bug in a callback')
 
         def destroy_node(self):
             servers = [w for w in self.waitables if isinstance(w, ActionServer)]
             order.append(f'node destroyed (action servers left: {len(servers)})')
+            print(order, flush=True)
             super().destroy_node()
 
-    run_node(Probe)
-    print(order, flush=True)
+    run_node(Probe, make_executor=waiting_executor)
 """)
 
 
-def test_action_servers_are_destroyed_with_their_node(domain_env):
-    """rclpy's destroy_node leaves action servers alone; their handles must not outlive the
-    node and the context (Jazzy's score player crashed at exit)."""
-    done = _run_probe(ACTION_TEARDOWN_PROBE, domain_env)
+def test_after_an_error_action_servers_are_destroyed_with_their_node(domain_env):
+    """After an error the process tears everything down before the error's report. rclpy's
+    destroy_node leaves action servers alone; their handles must not outlive the node and the
+    context (Jazzy's score player crashed at exit)."""
+    done = subprocess.run(
+        [sys.executable, '-c', ACTION_TEARDOWN_PROBE],
+        env=domain_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1, done.stderr
+    assert 'RuntimeError: a bug in a callback' in done.stderr
     assert done.stdout.strip() == str(
         ['action server destroyed', 'node destroyed (action servers left: 0)']
     )
@@ -385,20 +378,18 @@ CTRL_C_WHILE_BUILDING = textwrap.dedent("""
             self.create_publisher(String, '~/after_the_signal', 10)
             print('built', flush=True)
 
-        def destroy_node(self):
-            print('destroyed', flush=True)
-            super().destroy_node()
+        def release(self):
+            print('released', flush=True)
 
     run_node(HalfBuilt)
-    print('exited', flush=True)
 """)
 
 
 def test_ctrl_c_while_a_node_is_built_lets_it_finish_then_stops_cleanly(domain_env):
     """Neither a KeyboardInterrupt in the middle of the constructor nor a context shut down
-    under it: the node is built whole, then destroyed, and the process exits 0."""
+    under it: the node is built whole, then released, and the process exits 0."""
     done = _run_probe(CTRL_C_WHILE_BUILDING, domain_env)
-    assert done.stdout.splitlines() == ['built', 'destroyed', 'exited']
+    assert done.stdout.splitlines() == ['built', 'released']
     assert 'Traceback' not in done.stderr, done.stderr
 
 
@@ -411,8 +402,10 @@ LISTENER = textwrap.dedent("""
             super().__init__('shutdown_listener')
             print('ready', flush=True)
 
+        def release(self):
+            print('released', flush=True)
+
     run_node(Listener)
-    print('exited', flush=True)
 """)
 
 
@@ -468,7 +461,7 @@ def test_the_graph_shutdown_sender_waits_until_every_node_has_the_message(domain
             assert sender.wait_delivered(subscribers=1, timeout_s=10.0)
         stdout, stderr = listener.communicate(timeout=EXIT_TIMEOUT_S)
     assert listener.returncode == 0, stderr
-    assert stdout.splitlines() == ['exited'], stdout
+    assert stdout.splitlines() == ['released'], stdout
 
 
 def test_a_node_that_got_the_graph_shutdown_and_left_counts_as_delivered(domain_env):
@@ -478,7 +471,7 @@ def test_a_node_that_got_the_graph_shutdown_and_left_counts_as_delivered(domain_
     with running_listener(domain_env) as listener, matched_sender(domain_env) as sender:
         sender.send()
         stdout, stderr = listener.communicate(timeout=EXIT_TIMEOUT_S)
-        assert stdout.splitlines() == ['exited'], stderr
+        assert stdout.splitlines() == ['released'], stderr
         assert sender.wait_delivered(subscribers=1, timeout_s=10.0)
 
 
@@ -490,5 +483,5 @@ def test_a_node_prints_its_stacks_on_the_stack_dump_signal_and_runs_on(domain_en
         listener.send_signal(signal.SIGINT)
         stdout, stderr = listener.communicate(timeout=EXIT_TIMEOUT_S)
     assert listener.returncode == 0, stderr
-    assert stdout.splitlines() == ['exited'], stdout
+    assert stdout.splitlines() == ['released'], stdout
     assert 'most recent call first' in stderr and 'in run_nodes' in stderr, stderr

@@ -1,6 +1,7 @@
 """run_nodes in a real process: several nodes on one executor each follow the graph shutdown
-(their own hook, once) and the process exits with 0 in reverse build order; a node that refuses
-its configuration ends the process with 78 and one line naming it."""
+(their own hook, once) and the process exits with 0 after releasing them in reverse build
+order; a node that refuses its configuration ends the process with 78 and one line naming
+it."""
 
 from __future__ import annotations
 
@@ -44,14 +45,17 @@ NODES = textwrap.dedent("""
             def on_graph_shutdown(self):
                 print(f'hook {name}', flush=True)
 
-            def destroy_node(self):
+            def release(self):
+                print(f'released {name}', flush=True)
+
+            def destroy_node(self):  # after a refused configuration
                 print(f'destroyed {name}', flush=True)
                 super().destroy_node()
         return Member
 
     run_nodes({n: maker(n) for n in ('first', 'second', 'third')},
               make_executor=waiting_executor)
-    print('exited', flush=True)
+    print('returned', flush=True)  # never: the process ends after the releases
 """)
 
 
@@ -94,7 +98,7 @@ def test_every_node_follows_the_graph_shutdown_then_the_process_exits_0(domain_e
     assert process.returncode == 0, stderr
     lines = stdout.splitlines()
     assert sorted(lines[:3]) == ['hook first', 'hook second', 'hook third'], stdout
-    assert lines[3:] == ['destroyed third', 'destroyed second', 'destroyed first', 'exited']
+    assert lines[3:] == ['released third', 'released second', 'released first']
 
 
 def test_a_refused_configuration_names_the_node_and_exits_78(domain_env):
@@ -108,7 +112,7 @@ def test_a_refused_configuration_names_the_node_and_exits_78(domain_env):
     assert process.returncode == CONFIG_ERROR_EXIT, stderr
     # (rclpy's shutdown then destroys the half-built second node too.)
     assert stdout.splitlines()[:2] == ['built first', 'destroyed first'], stdout
-    assert 'built third' not in stdout and 'exited' not in stdout
+    assert 'built third' not in stdout and 'returned' not in stdout
     assert stderr.strip().splitlines()[-1] == (
         'second: configuration refused: parameter answer = 41 must be 42'
     ), stderr
@@ -145,9 +149,4 @@ def test_nodes_whose_launcher_was_killed_stop_cleanly_without_its_signal(domain_
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.kill(nodes_pid, signal.SIGKILL)
-    assert remaining.splitlines() == [
-        'destroyed third',
-        'destroyed second',
-        'destroyed first',
-        'exited',
-    ]
+    assert remaining.splitlines() == ['released third', 'released second', 'released first']

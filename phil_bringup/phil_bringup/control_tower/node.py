@@ -177,9 +177,13 @@ class ControlTower(Node):
         if problem:
             self.get_logger().error(f'ESTOP from the page: {problem}')
 
-    def destroy_node(self) -> None:
+    def release(self) -> None:
+        """The node's own teardown: the page's server stops."""
         if self._server is not None:
             self._server.stop()
+
+    def destroy_node(self) -> None:
+        self.release()
         super().destroy_node()
 
 

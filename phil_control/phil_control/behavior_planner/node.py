@@ -385,8 +385,9 @@ class BehaviorPlanner(Node):
     def on_graph_shutdown(self) -> None:
         self._dispatcher.stop()
 
-    def destroy_node(self) -> None:
-        """Leave once every node holds the graph shutdown this node sent (bounded)."""
+    def release(self) -> None:
+        """The node's own teardown: wait until every node holds the graph shutdown this node
+        sent (bounded)."""
         sender = self._graph_shutdown
         # Every watched node, and this one, subscribes to the graph shutdown.
         subscribers = 0 if self._watch is None else len(self._watch.watched) + 1
@@ -395,6 +396,9 @@ class BehaviorPlanner(Node):
                 f'a node did not confirm the graph shutdown within '
                 f'{GRAPH_SHUTDOWN_DELIVERY_TIMEOUT_S:.0f} s; the launcher stops it'
             )
+
+    def destroy_node(self) -> None:
+        self.release()
         super().destroy_node()
 
 

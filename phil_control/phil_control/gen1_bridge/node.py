@@ -189,9 +189,13 @@ class Gen1Bridge(Node):
         except (AttributeError, ValueError):
             return name
 
-    def destroy_node(self) -> None:
+    def release(self) -> None:
+        """The node's own teardown: the server stops."""
         if self._server is not None:
             self._server.stop()
+
+    def destroy_node(self) -> None:
+        self.release()
         super().destroy_node()
 
 

@@ -214,11 +214,14 @@ class ScorePlayer(GoalServers, PlayTicks, PlayServices, MotionStops, Node):
                 goal.finish('abort', 'score_player is shutting down')
         self.audio.stop()
 
-    def destroy_node(self) -> None:
-        """``close_goals``, close the hit log, then destroy the node."""
+    def release(self) -> None:
+        """The node's own teardown: ``close_goals``, close the hit log."""
         self.close_goals()
         if self._hit_log is not None:
             self._hit_log.close()
+
+    def destroy_node(self) -> None:
+        self.release()
         super().destroy_node()
 
     def _on_state(self, msg: JointState) -> None:

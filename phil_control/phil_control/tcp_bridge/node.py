@@ -115,7 +115,9 @@ class TcpBridge(Node):
         self._handler.graph_ending()
         self._server.stop()  # after the replies of the commands being handled
 
-    def destroy_node(self) -> None:
+    def release(self) -> None:
+        """The node's own teardown: the server stops, the command log closes, and a graph
+        shutdown this node sent reaches every node first."""
         if self._server is not None:
             self._server.stop()
         if self._log is not None:
@@ -123,6 +125,9 @@ class TcpBridge(Node):
         handler = self._handler
         if handler is not None:
             handler.shutdown.wait_delivered()  # every node must hold it before we leave
+
+    def destroy_node(self) -> None:
+        self.release()
         super().destroy_node()
 
 

@@ -195,9 +195,12 @@ class TrajectoryGenerator(GoalServers, MotionQueue, ScoreChunks, HardwareState, 
             for goal in list(self._goals):
                 self._resolve(goal, 'abort', 'trajectory_generator is shutting down')
 
-    def destroy_node(self) -> None:
-        """``close_goals``, then destroy the node."""
+    def release(self) -> None:
+        """The node's own teardown: ``close_goals``."""
         self.close_goals()
+
+    def destroy_node(self) -> None:
+        self.release()
         super().destroy_node()
 
     def _now_s(self) -> float:

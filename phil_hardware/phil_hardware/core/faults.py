@@ -21,7 +21,6 @@ class FaultCode(IntEnum):
     MOTOR_MISSING = 7
     BUS_ERROR = 8
     PROCESS_DIED = 9
-    FOLLOWING_ERROR = 10
 
 
 @dataclass(frozen=True)

@@ -3,10 +3,7 @@
 Rules (docs/design.md, "Safety checks in the bus loop"):
 
 * Pre-send, TMotor only: a target more than ``jump_limit_rad`` (30 deg) away from the last
-  measured position, or outside the URDF limits, skips that frame (counted; the motor is sent
-  a standstill instead). The ``jump_skip_frames``-th (10th) jump skip of one motor in a row
-  latches FOLLOWING_ERROR: the joint does not follow its target (blocked, or it ran on while
-  the controller was stalled), and upstream's skip alone left it there with nothing said.
+  measured position, or outside the URDF limits, skips that frame (counted, nothing latches).
 * Post-receive, every family: a measured position outside the URDF limits latches
   POSITION_OUT_OF_RANGE (the bus controller then sends a Maxon the shutdown controlword).
 * Over-current: the ``over_current_frames``-th (7th) consecutive feedback frame whose current
@@ -55,13 +52,10 @@ class SafetyConfig:
         serial_feedback_timeout_s: Same for Dynamixel servos [s].
         fresh_feedback_s: A TMotor measurement older than this is stale: the pre-send check
             answers FEEDFORWARD_ONLY (the motors broadcast status every 5 ms) [s].
-        jump_skip_frames: Consecutive jump-skipped frames of one TMotor that latch
-            FOLLOWING_ERROR (10: 50 ms at a TMotor's 5 ms frame period).
     """
 
     jump_limit_rad: float = math.radians(30.0)
     over_current_frames: int = 7
-    jump_skip_frames: int = 10
     can_feedback_timeout_s: float = 0.05
     serial_feedback_timeout_s: float = 0.1
     fresh_feedback_s: float = 0.015
@@ -77,9 +71,10 @@ class SafetyConfig:
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0.0):
                 raise ValueError(f'safety {name} must be a positive number, got {value!r}')
-        for name in ('over_current_frames', 'jump_skip_frames'):
-            if getattr(self, name) < 1:
-                raise ValueError(f'safety {name} must be >= 1, got {getattr(self, name)}')
+        if self.over_current_frames < 1:
+            raise ValueError(
+                f'safety over_current_frames must be >= 1, got {self.over_current_frames}'
+            )
 
 
 @dataclass(frozen=True)
@@ -115,7 +110,6 @@ class _JointState:
     armed: bool = False
     skipped_jump: int = 0
     skipped_range: int = 0
-    jump_skips_in_a_row: int = 0
 
 
 @dataclass
@@ -200,28 +194,9 @@ class SafetyMonitor:
         # the first feedback anyway.
         if abs(target_rad - state.measured_rad) > self.config.jump_limit_rad:
             state.skipped_jump += 1
-            state.jump_skips_in_a_row += 1
             self.counters.skipped_jump += 1
             return SendCheck.SKIP_JUMP
-        state.jump_skips_in_a_row = 0
         return SendCheck.OK
-
-    def check_following(self, index: int, target_rad: float, now_s: float) -> Fault | None:
-        """After a SKIP_JUMP of joint ``index``: latch FOLLOWING_ERROR once its jump skips in a
-        row reach ``jump_skip_frames``."""
-        state = self._joints[index]
-        if state.jump_skips_in_a_row < self.config.jump_skip_frames:
-            return None
-        return self.latch(
-            FaultCode.FOLLOWING_ERROR,
-            state.spec.name,
-            f'target {math.degrees(target_rad):.1f} deg, measured '
-            f'{math.degrees(state.measured_rad):.1f} deg: more than '
-            f'{math.degrees(self.config.jump_limit_rad):g} deg apart for '
-            f'{state.jump_skips_in_a_row} frames in a row; the joint did not follow (blocked, '
-            'or it ran on while the controller stalled)',
-            now_s,
-        )
 
     def on_position(self, index: int, position_rad: float, now_s: float) -> Fault | None:
         """Record a measured joint position; latch POSITION_OUT_OF_RANGE when outside limits."""

@@ -191,16 +191,24 @@ class HardwareNode(LifecycleTransitions, StatePublishing, BusLoopProcess, Lifecy
     def on_graph_shutdown(self) -> None:
         self._stop_client()
 
-    def destroy_node(self) -> None:
+    def release(self) -> None:
+        """The node's own teardown: the companion threads and the joint-state publishing
+        stop, the bus loop is stopped (``_stop_client``), the ESTOP word closes."""
         for companion in (self._watching, self._commands):
             if companion is not None:
-                companion.close()
+                companion.stop()
         self._stop_publishing.set()
         if self._joint_state_thread is not None:
             self._joint_state_thread.join(2.0)
         self._stop_client()
         if self._estop_word is not None:
             self._estop_word.close()
+
+    def destroy_node(self) -> None:
+        self.release()
+        for companion in (self._watching, self._commands):
+            if companion is not None:
+                companion.close()
         super().destroy_node()
 
     # ------------------------------------------------------------------ requests

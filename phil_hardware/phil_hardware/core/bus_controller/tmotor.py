@@ -188,11 +188,10 @@ class TMotorFamily(MotorFamily):
             if check == SendCheck.FEEDFORWARD_ONLY:
                 measured_rad = None
             elif check != SendCheck.OK:
-                # A skipped frame would leave the motor on its last speed command (upstream's
-                # skip did): it stands still instead, and one that stays too far latches.
-                ctl.send(motor.bus, TMotorGroup.stop_frame(motor))
-                if check == SendCheck.SKIP_JUMP:
-                    ctl.check_fault(safety.check_following(i, target, now))
+                # Skipping leaves the motor on its last speed command; while holding after a
+                # fault that must be a standstill, not whatever was last sent.
+                if holding:
+                    ctl.send(motor.bus, TMotorGroup.stop_frame(motor))
                 continue
             velocity = 0.0 if holding else float(velocities[i])
             ctl.send(motor.bus, TMotorGroup.velocity_frame(motor, target, velocity, measured_rad))
