@@ -82,6 +82,11 @@ class GraphShutdownSender:
         self.sent = False
         self._matched_at_send = 0
 
+    @property
+    def matched(self) -> int:
+        """Subscriptions this sender's writer has matched now."""
+        return self._publisher.get_subscription_count()
+
     def send(self, reason: str = 'QUIT') -> None:
         msg = GraphShutdown(reason=reason, nonce=secrets.token_hex(8))
         # Counted before the message goes: the nodes that get it at once leave at once.
