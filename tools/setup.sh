@@ -81,3 +81,7 @@ if [ ! -f "$phil_stamps/build" ] || [ ! -d "$phil_install" ] ||
 else
   say "up to date (ROS 2 ${phil_ros^})"
 fi
+
+# 6. The bus loop's per-tick modules compiled by mypyc for this venv's interpreter, whenever
+#    one of their sources changed (phil_hardware/phil_hardware/compiled.py).
+"$phil_venv/bin/python" "$phil_root/tools/build_compiled.py"

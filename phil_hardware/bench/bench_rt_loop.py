@@ -17,6 +17,11 @@ line:
 * ``latency``: send_chunk() to the first CAN frame carrying the chunk's target (a step probe
   on the right wrist, seen by a sniffer with kernel receive timestamps), p50/p99/max [ms].
 
+Mode ``python`` is ``fifo`` with the loop's per-tick modules imported from their sources
+(``PHIL_PURE_PYTHON=1``) instead of the mypyc build (``phil_hardware/compiled.py``); a
+``vs_python`` row gives the tick work p99 and CPU share of the build over those of the sources
+(the ``tick`` rows say in ``compiled`` which ran).
+
 Mode ``floor`` measures the platform instead: a bare loop in its own process, with the bus
 loop's real-time settings and tick timing (``sleep_until``) but no work and no I/O, next to the
 running simulator. Its ``tick`` row is what no code in the tick can do better than on this
@@ -29,7 +34,7 @@ and language model do to the controller. The trajectory moves every joint (a slo
 wrist's step probe), as while playing.
 
 Usage: ``python phil_hardware/bench/bench_rt_loop.py [--duration 20]
-[--modes fifo,nofifo,floor] [--hogs 2] [--cpus 1] [--spin-us 50]``.
+[--modes fifo,python,nofifo,floor] [--hogs 2] [--cpus 1] [--spin-us 50]``.
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ import numpy as np
 from rt_loop_rig import Sniffer, probe_chunk, probe_latencies, start_simulator
 
 from phil_description.core import CanBusParams, default_robot_model
+from phil_hardware.compiled import PURE_PYTHON_VARIABLE, compiled_in_use
 from phil_hardware.core.bus_controller import controller_config_from_model
 from phil_hardware.core.cpu_load import CpuHog, cpu_seconds
 from phil_hardware.core.realtime import (
@@ -176,10 +182,16 @@ def run_mode(
             model, can_buses=can_params, serial_buses=serial, safety=safety
         )
         realtime = RealtimeConfig(
-            sched_priority=40 if mode == 'fifo' else 0, cpu_affinity=cpus, spin_s=spin_s
+            sched_priority=0 if mode == 'nofifo' else 40, cpu_affinity=cpus, spin_s=spin_s
         )
         config = BusLoopConfig(controller, realtime, trace_capacity=int((duration_s + 2) / TICK_S))
-        client = BusLoopClient(config).start()
+        # The loop's process decides at its imports (phil_hardware/compiled.py).
+        pure = os.environ.get(PURE_PYTHON_VARIABLE)
+        os.environ[PURE_PYTHON_VARIABLE] = '1' if mode == 'python' else pure or ''
+        try:
+            client = BusLoopClient(config).start()
+        finally:
+            os.environ[PURE_PYTHON_VARIABLE] = pure or ''
         wrist = model.joint('right_wrist')
         sniffer = Sniffer(can_params[wrist.motor.bus], wrist.motor.device_id)
         try:
@@ -222,6 +234,7 @@ def measure(mode, client, sniffer, model, duration_s, can_params) -> list[dict]:
             duration_s=round(elapsed, 2),
             work_p99_us=round(float(np.median(work_p99)) * 1e6, 1) if work_p99 else None,
             python_reference_us=round(float(np.median(reference)) * 1e6, 1),
+            compiled=mode != 'python' and compiled_in_use(),
             work_max_us=round(work_max * 1e6, 1),
             cpu_share=round(cpu_used / elapsed, 3),
             overruns=last.overruns - first.overruns,
@@ -306,7 +319,7 @@ def latency_row(mode: str, probe_count: int, latencies: list[float]) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--duration', type=float, default=20.0, help='seconds per mode')
-    parser.add_argument('--modes', default='fifo,nofifo,floor')
+    parser.add_argument('--modes', default='fifo,python,nofifo,floor')
     parser.add_argument(
         '--feedback-timeout',
         type=float,
@@ -345,7 +358,22 @@ def main() -> int:
                     print(json.dumps(row), flush=True)
         if 'fifo' in ticks and 'floor' in ticks:
             print(json.dumps(vs_floor_row(load, ticks['fifo'], ticks['floor'])), flush=True)
+        if 'fifo' in ticks and 'python' in ticks:
+            print(json.dumps(vs_python_row(load, ticks['fifo'], ticks['python'])), flush=True)
     return 0
+
+
+def vs_python_row(load: str, compiled: dict, python: dict) -> dict:
+    """The tick work p99 and CPU share of the compiled loop over the loop run from sources."""
+    return {
+        'bench': 'rt_loop',
+        'metric': 'vs_python',
+        'mode': 'fifo',
+        'load': load,
+        'compiled': compiled['compiled'],
+        'work_p99_ratio': round(compiled['work_p99_us'] / python['work_p99_us'], 3),
+        'cpu_share_ratio': round(compiled['cpu_share'] / python['cpu_share'], 3),
+    }
 
 
 def vs_floor_row(load: str, loop: dict, floor: dict) -> dict:

@@ -42,6 +42,17 @@ class SteppingClock:
         self.now_s += seconds
 
 
+class _TickedBy:
+    """The controller, with ``tick`` replaced (a compiled controller's methods cannot be)."""
+
+    def __init__(self, controller: BusController, tick) -> None:
+        self._controller = controller
+        self.tick = tick
+
+    def __getattr__(self, name: str):
+        return getattr(self._controller, name)
+
+
 class LoopRig:
     """A BusLoop on a stepping clock; ``work_s[i]`` is how long tick ``i`` (1-based) takes."""
 
@@ -96,7 +107,7 @@ class LoopRig:
             if index == self.ticks:
                 self.loop.request_terminate()
 
-        self.controller.tick = timed_tick
+        self.loop.controller = _TickedBy(self.controller, timed_tick)
 
     def run(self) -> list[float]:
         """Run to the end; returns the trace (lateness of each slot, skipped slots added)."""

@@ -105,6 +105,8 @@ class _Prepared:
         p(s) = c0 + c1 s with the slope c3; for a zero-length segment (end point, velocity)
         in c0 and c2."""
         vel = self.vel
+        v0: np.ndarray | None
+        v1: np.ndarray | None
         if index < 0:
             t0, t1, p0, v0 = self.anchor_time, self.times[0], self.anchor_pos, self.anchor_vel
             p1, v1 = self.pos[0], None if vel is None else vel[0]
@@ -211,7 +213,7 @@ class ChunkQueue:
         """
         problem = validate_chunk(chunk, self._index, self._torque_joints)
         reason = None if problem is None else problem.detail
-        if reason is None and chunk.end_s < self._last_time_s:
+        if reason is None and isinstance(chunk, Chunk) and chunk.end_s < self._last_time_s:
             reason = 'chunk ends before the current time'
         if reason is None and len(self._pending) >= self._max_queued:
             reason = f'queue full ({self._max_queued} chunks waiting)'
@@ -220,6 +222,7 @@ class ChunkQueue:
             sequence = getattr(chunk, 'sequence', '?')
             self.last_reject_reason = f'chunk {sequence}: {reason}'
             return self.last_reject_reason
+        assert isinstance(chunk, Chunk)  # validate_chunk rejects anything else
         prepared = _Prepared(chunk, self._index, self._order)
         self._order += 1
         if chunk.replace:
@@ -289,7 +292,9 @@ class ChunkQueue:
         """
         return self.hold(self._target)
 
-    def hold(self, positions_rad: Sequence[float], modes: Sequence[int] | None = None) -> int:
+    def hold(
+        self, positions_rad: Sequence[float] | np.ndarray, modes: Sequence[int] | None = None
+    ) -> int:
         """Drop all motion and hold ``positions_rad`` (e.g. the measured pose after a fault).
 
         Non-finite entries keep the current target of that joint.

@@ -26,6 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 
+from mypy_extensions import mypyc_attr
+
 from .faults import Fault, FaultCode
 
 
@@ -41,6 +43,9 @@ class SendCheck(IntEnum):
     FEEDFORWARD_ONLY = 3
 
 
+# A Python class where mypyc compiles the module: the bus loop's configuration is pickled to
+# its process, and a compiled frozen dataclass cannot be unpickled.
+@mypyc_attr(native_class=False)
 @dataclass(frozen=True)
 class SafetyConfig:
     """Safety parameters (validated once).

@@ -9,6 +9,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
+from mypy_extensions import mypyc_attr
+
 from phil_hardware.core.clock import Clock, MonotonicClock
 from phil_hardware.core.transport import CanTransport, SerialTransport
 
@@ -32,14 +34,19 @@ class Transports:
 
     def close(self) -> None:
         """Close every bus."""
-        for transport in (*self.can.values(), *self.serial.values()):
-            transport.close()
+        for can in self.can.values():
+            can.close()
+        for serial in self.serial.values():
+            serial.close()
 
 
+# A Python class where mypyc compiles the module (it cannot subclass RuntimeError natively).
+@mypyc_attr(native_class=False)
 class ControllerError(RuntimeError):
     """A lifecycle step failed; the message names the joint/bus and what to check."""
 
 
+@mypyc_attr(native_class=False)
 class MotorMissingError(ControllerError):
     """Discovery did not find configured motors (``missing`` names their joints)."""
 
@@ -114,6 +121,9 @@ class BusAccess(Protocol):
         """Accept the next measurement of joint ``index`` whatever it is."""
 
 
+# A family may be a Python class where mypyc compiles this module (a new motor type tried out
+# before it is compiled, the tests' recording families).
+@mypyc_attr(allow_interpreted_subclasses=True)
 class MotorFamily:
     """One motor family's driver (TMotor, EPOS4, Dynamixel): the controller runs every
     lifecycle step and every tick over its families in a fixed order, so a new family is one

@@ -218,7 +218,7 @@ class DynamixelFamily(MotorFamily):
                     serial.write(bank.ping_packet(servo))
                     if ctl.wait(
                         timing.dxl_reply_timeout_s,
-                        lambda s=servo: counts[s.index] > before[s.index],
+                        lambda: counts[servo.index] > before[servo.index],  # noqa: B023 (called at once)
                     ):
                         break
 
@@ -252,7 +252,7 @@ class DynamixelFamily(MotorFamily):
                 self._write_confirmed(bus, bank.torque_packet(servo, True), servo, 'torque on')
             if bank.present:
                 ctl.transports.serial[bus].write(bank.read_packet())
-                ctl.wait(ctl.config.timing.dxl_reply_timeout_s, lambda b=bank: not b.read_pending)
+                ctl.wait(ctl.config.timing.dxl_reply_timeout_s, lambda: not bank.read_pending)  # noqa: B023
 
     def tick(self, phase: int, now: float, targets, velocities, modes) -> None:
         """On the Dynamixel phase: the goal write and the next read on every bus."""

@@ -226,7 +226,7 @@ class Epos4Family(MotorFamily):
         values = (
             value
             if isinstance(value, Mapping)
-            else dict.fromkeys((d.node_id for d in drives), value)
+            else dict.fromkeys([d.node_id for d in drives], value)
         )
 
         forms = {drive.node_id: drive.params.frame_form for drive in drives}

@@ -179,7 +179,7 @@ class TMotorFamily(MotorFamily):
         measured = ctl.measured.position_rad
         for motor in motors:
             i = motor.index
-            measured_rad = measured[i]
+            measured_rad: float | None = measured[i]
             if measured_rad != measured_rad:
                 ctl.counters.tmotor_frames_skipped_no_feedback += 1
                 continue

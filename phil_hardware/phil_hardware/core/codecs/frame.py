@@ -52,7 +52,9 @@ def format_can_id(arbitration_id: int, is_extended_id: bool) -> str:
     return f'0x{arbitration_id:08X}' if is_extended_id else f'0x{arbitration_id:03X}'
 
 
-def make_frame(arbitration_id: int, data: bytes, is_extended_id: bool = False) -> CanFrame:
+def make_frame(
+    arbitration_id: int, data: bytes | bytearray, is_extended_id: bool = False
+) -> CanFrame:
     """Build a validated :class:`CanFrame`.
 
     Args:

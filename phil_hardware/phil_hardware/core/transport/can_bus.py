@@ -27,6 +27,8 @@ import socket
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from mypy_extensions import mypyc_attr
+
 from phil_hardware.core.codecs.frame import FRAME_BITS, CanFrame
 
 from .udp_fast_path import UdpFastPath
@@ -48,6 +50,8 @@ UDP_RECEIVE_BUFFER_BYTES = 4 * 1024 * 1024
 _MAX_DRAIN_PER_CALL = 256
 
 
+# A Python class where mypyc compiles the module (it cannot subclass RuntimeError natively).
+@mypyc_attr(native_class=False)
 class TransportError(RuntimeError):
     """A bus or port could not be opened or configured; the message names it and what to check."""
 
@@ -217,10 +221,10 @@ class CanTransport:
             True when the bus accepted it; False (counted in :attr:`send_errors`) otherwise.
         """
         if self._fast is not None:
-            error = self._fast.send(frame)
-            if error is not None:
+            refused = self._fast.send(frame)
+            if refused is not None:
                 self.send_errors += 1
-                self.last_error = f'send {frame.describe_id()}: {error}'
+                self.last_error = f'send {frame.describe_id()}: {refused}'
                 return False
             self.frames_sent += 1
             self.bits_sent += FRAME_BITS[frame.is_extended_id][min(len(frame.data), 8)]
@@ -251,11 +255,11 @@ class CanTransport:
     def release(self) -> bool:
         """Send what :meth:`hold` gathered. Returns False (counted in :attr:`send_errors`)
         when the bus refused it."""
-        error = self._fast.release() if self._fast is not None else None
-        if error is None:
+        refused = self._fast.release() if self._fast is not None else None
+        if refused is None:
             return True
         self.send_errors += 1
-        self.last_error = f'send: {error}'
+        self.last_error = f'send: {refused}'
         return False
 
     def drain(

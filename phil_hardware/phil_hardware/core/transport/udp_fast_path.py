@@ -28,14 +28,14 @@ the same msgpack wire format:
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import math
 import socket
-import struct
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from phil_hardware.core.codecs.frame import FRAME_BITS, CanFrame
+
+from .socket_filter import attach_filter, drop_source_port_filter
 
 if TYPE_CHECKING:
     from .can_bus import CanTransport
@@ -49,38 +49,6 @@ _RECEIVE_BYTES = 65536
 #: (arbitration_id, data, is_extended_id) in :class:`CanFrame` field order.
 HELD_HEADER_FIELDS = 2
 HELD_FRAME_FIELDS = 3
-SO_ATTACH_FILTER = 26  # <asm-generic/socket.h>; Python's socket module does not export it
-# Classic BPF opcodes (<linux/filter.h>). A UDP socket's filter sees the datagram from the UDP
-# header on: offset 0 is the source port.
-_BPF_LD_H_ABS = 0x28
-_BPF_JEQ_K = 0x15
-_BPF_RET_K = 0x06
-
-
-def drop_source_port_filter(port: int) -> list[tuple[int, int, int, int]]:
-    """A socket filter that drops UDP datagrams from source ``port`` and keeps the rest.
-
-    Returns:
-        The program as ``(code, jt, jf, k)`` instructions.
-    """
-    return [
-        (_BPF_LD_H_ABS, 0, 0, 0),  # A = source port
-        (_BPF_JEQ_K, 0, 1, port),  # A == port ? next : skip one
-        (_BPF_RET_K, 0, 0, 0),  # drop
-        (_BPF_RET_K, 0, 0, 0xFFFFFFFF),  # keep the whole datagram
-    ]
-
-
-def attach_filter(sock: socket.socket, program: list[tuple[int, int, int, int]]) -> None:
-    """Attach a classic BPF program to ``sock`` (the kernel keeps its own copy).
-
-    Raises:
-        OSError: The platform or the kernel refused it.
-    """
-    code = b''.join(struct.pack('=HBBI', *instruction) for instruction in program)
-    holder = ctypes.create_string_buffer(code, len(code))
-    fprog = struct.pack('@HP', len(program), ctypes.addressof(holder))
-    sock.setsockopt(socket.SOL_SOCKET, SO_ATTACH_FILTER, fprog)
 
 
 class UdpFastPath:
@@ -306,7 +274,7 @@ class UdpFastPath:
     @staticmethod
     def _take(
         owner: CanTransport,
-        fields: object,
+        fields: Any,  # whatever the datagram unpacked to: checked here
         out: list[CanFrame],
         sent_at: list[float] | None,
         latest: float,
