@@ -37,3 +37,5 @@ lint: setup
 
 clean:
 	rm -rf build install log .stamps build-jazzy install-jazzy log-jazzy .stamps-jazzy
+	find phil_hardware/phil_hardware -name '*.so' -delete
+	rm -f phil_hardware/phil_hardware/compiled-*.json
