@@ -26,13 +26,14 @@ def test_each_compiled_module_comes_from_the_build_where_there_is_one():
     suffix = compiled.extension_suffix()
     built = compiled.built_modules()
     pure = os.environ.get(PURE, '') not in ('', '0')
+    build_used = bool(built) and not pure and not compiled.stale_modules()
     for module in compiled.COMPILED_MODULES:
         path = importlib.import_module(module).__file__
-        if module in built and not pure and not compiled.stale_modules():
+        if build_used and module in built:
             assert path.endswith(suffix), module
         else:
             assert path.endswith('.py'), module
-    assert compiled.compiled_in_use() == bool(built and not pure and not compiled.stale_modules())
+    assert compiled.compiled_in_use() == build_used
 
 
 @pytest.fixture
